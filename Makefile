@@ -1,0 +1,37 @@
+# posenc: set-up, tests and the main job. See README.md.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# This machine keeps a CPU build of torch 2.13.0 on disk; a bare `torch` requirement would pull a
+# multi-GB CUDA build. GPU users install their CUDA torch into .venv first (see README): a torch
+# that is already importable is never replaced.
+TORCH_SPEC ?= torch==2.13.0
+STAMP  := $(VENV)/.posenc-installed
+
+.PHONY: setup test test-fast table4 bench clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
+	$(PIP) install -q -e ".[test]"
+	@touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest
+
+# The suite without the slow end-to-end tests (for quick iteration; CI runs everything).
+test-fast: setup
+	$(PY) -m pytest -m "not slow"
+
+table4: setup
+	$(VENV)/bin/posenc-run -m experiment=table4
+	$(VENV)/bin/posenc-table results/table4
+
+bench: setup
+	$(PY) scripts/bench_plugin.py
+
+clean-venv:
+	rm -rf $(VENV)

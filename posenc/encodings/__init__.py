@@ -1,0 +1,35 @@
+"""Position encodings in plain torch (no fairseq import).
+
+Shapes follow fairseq: token batches are ``(B, T)`` LongTensors, position terms are ``(B, T, D)``.
+Positions follow fairseq's convention: the first real token is at ``padding_idx + 1`` and pad
+tokens get position ``padding_idx`` (a zero row).
+"""
+
+from posenc.encodings.learned import (
+    LearnedPositionalEmbedding,
+    fconv_learned_positions,
+    transformer_learned_positions,
+)
+from posenc.encodings.none import NoPositionalEmbedding
+from posenc.encodings.positions import make_positions
+from posenc.encodings.rotary import RotaryEmbedding
+from posenc.encodings.sinusoidal import (
+    SINUSOID_VARIANTS,
+    SinusoidalPositionalEmbedding,
+    sinusoid_table,
+)
+
+KINDS = ("learned", "sinusoidal", "rope", "none")
+
+__all__ = [
+    "KINDS",
+    "LearnedPositionalEmbedding",
+    "NoPositionalEmbedding",
+    "RotaryEmbedding",
+    "SINUSOID_VARIANTS",
+    "SinusoidalPositionalEmbedding",
+    "fconv_learned_positions",
+    "make_positions",
+    "sinusoid_table",
+    "transformer_learned_positions",
+]

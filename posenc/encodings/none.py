@@ -1,0 +1,21 @@
+"""The absent position term."""
+
+import torch
+import torch.nn as nn
+
+
+class NoPositionalEmbedding(nn.Module):
+    """Adds nothing and holds no parameters.
+
+    It exists for code that adds a position term unconditionally (fconv's encoder does) and asks
+    the table for ``max_positions``: the side then carries no position signal anywhere while the
+    model still reports the same length limit as its learned counterpart.
+    forward(tokens ``(B, T)``) -> a zero scalar that broadcasts against ``(B, T, D)``.
+    """
+
+    def __init__(self, max_positions: int):
+        super().__init__()
+        self.max_positions = max_positions
+
+    def forward(self, tokens, incremental_state=None, positions=None):
+        return torch.zeros((), device=tokens.device)
