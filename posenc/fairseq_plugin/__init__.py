@@ -1,0 +1,10 @@
+"""fairseq plugin: ``fairseq-train --user-dir posenc/fairseq_plugin``.
+
+fairseq imports this directory as a top-level module named ``fairseq_plugin``; a process may
+also import it as ``posenc.fairseq_plugin``. The registrations live in modules imported by their
+absolute names only, so Python runs them once whichever way (or both ways) the plugin is loaded,
+and fairseq never sees a duplicate registration.
+"""
+
+import posenc.fairseq_plugin.fconv  # noqa: F401  (registers posenc_fconv and its architectures)
+import posenc.fairseq_plugin.transformer  # noqa: F401  (registers posenc_transformer and its architectures)

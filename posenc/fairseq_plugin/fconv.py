@@ -1,0 +1,110 @@
+"""``posenc_fconv``: fairseq's ConvS2S with a per-side choice of position signal.
+
+Both places where ConvS2S uses its position-added embeddings read ``embed_positions``: the
+convolution input and the attention term built from the embeddings (e_j in the encoder output
+``(x + input_embedding)``, g_i in the decoder's ``target_embedding``). Swapping the module
+therefore changes, or with ``none`` removes, the position signal in both at once.
+"""
+
+import math
+
+from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_architecture
+from fairseq.models.fconv import FConvModel
+
+from posenc.encodings import NoPositionalEmbedding, SinusoidalPositionalEmbedding, fconv_learned_positions
+from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults
+from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
+
+FCONV_KINDS = ("learned", "sinusoidal", "none")  # no attention logits to rotate: no rope
+STOCK_FCONV_ARCHS = ("fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr")
+LEARNED_INIT_STD = 0.1  # fconv draws token and position rows from N(0, 0.1)
+
+
+def default_sinusoidal_scale(embed_dim: int) -> float:
+    """The learned table's initial row norm over the sinusoid's: 0.1*sqrt(D) / sqrt(D/2).
+
+    fconv neither scales its tokens nor normalises: an unscaled sinusoid (norm sqrt(D/2)) would
+    be ~7x the size of the N(0, 0.1) token rows it is added to."""
+    return LEARNED_INIT_STD * math.sqrt(embed_dim) / math.sqrt(embed_dim / 2)
+
+
+def fconv_positions(kind, stock_table, embed_dim, padding_idx, max_positions_arg, args):
+    """The position module of one fconv side; reports the stock learned ``max_positions``."""
+    stock_max = max_positions_arg - padding_idx - 1
+    if kind == "learned":
+        return copy_learned_init(fconv_learned_positions(max_positions_arg, embed_dim, padding_idx), stock_table)
+    if kind == "sinusoidal":
+        scale = args.sinusoidal_scale if args.sinusoidal_scale is not None else default_sinusoidal_scale(embed_dim)
+        return SinusoidalPositionalEmbedding(embed_dim, padding_idx, variant=args.sinusoidal_variant,
+                                             init_size=max_positions_arg, scale=scale, max_positions=stock_max)
+    if kind == "none":
+        return NoPositionalEmbedding(max_positions=stock_max)
+    raise ValueError(f"posenc_fconv: unknown position kind {kind!r}; allowed: {', '.join(FCONV_KINDS)}")
+
+
+@register_model("posenc_fconv")
+class PosencFConvModel(FConvModel):
+    """Stock ``fconv`` built as fairseq builds it, then each side's positions swapped in."""
+
+    @staticmethod
+    def add_args(parser):
+        FConvModel.add_args(parser)
+        add_position_args(parser, allowed_kinds=FCONV_KINDS)
+
+    @classmethod
+    def build_model(cls, args, task):
+        fill_fconv_position_defaults(args)
+        check_kinds("posenc_fconv", args, FCONV_KINDS)
+        stock = FConvModel.build_model(args, task)
+        for side, module, max_arg in (("encoder", stock.encoder, args.max_source_positions),
+                                      ("decoder", stock.decoder, args.max_target_positions)):
+            kind = getattr(args, f"{side}_pos")
+            stock_table = module.embed_positions
+            module.embed_positions = build_without_touching_rng(
+                lambda: fconv_positions(kind, stock_table, stock_table.embedding_dim, stock_table.padding_idx, max_arg, args),
+                side)
+        return cls(stock.encoder, stock.decoder)
+
+
+def fill_fconv_position_defaults(args):
+    fill_position_defaults(args, "learned", "learned")
+
+
+def _posenc_arch(stock_arch):
+    def architecture(args):
+        stock_arch(args)
+        fill_fconv_position_defaults(args)
+    architecture.__doc__ = f"``{stock_arch.__name__}``'s defaults, positions as stock unless set."
+    return architecture
+
+
+for _name in STOCK_FCONV_ARCHS:
+    register_model_architecture("posenc_fconv", f"posenc_{_name}")(_posenc_arch(ARCH_CONFIG_REGISTRY[_name]))
+
+
+@register_model_architecture("posenc_fconv", "posenc_fconv_table4")
+def posenc_fconv_table4(args):
+    """The ablation model of Gehring et al. (2017), sec. 5.4 / Table 4: 13 encoder layers of
+    kernel width 3, 5 decoder layers of kernel width 5, 512 for embeddings, hidden layers and
+    the decoder output embedding."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
+    args.encoder_layers = getattr(args, "encoder_layers", "[(512, 3)] * 13")
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 512)
+    args.decoder_layers = getattr(args, "decoder_layers", "[(512, 5)] * 5")
+    args.decoder_out_embed_dim = getattr(args, "decoder_out_embed_dim", 512)
+    ARCH_CONFIG_REGISTRY["fconv"](args)
+    fill_fconv_position_defaults(args)
+
+
+@register_model_architecture("posenc_fconv", "posenc_fconv_small")
+def posenc_fconv_small(args):
+    """Sized to learn the synthetic task in about a minute per cell on 2 CPU cores: the Table 4
+    shape (a deeper encoder of width 3, a shallower decoder of width 5) at 1/4 the width."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 128)
+    args.encoder_layers = getattr(args, "encoder_layers", "[(128, 3)] * 6")
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 128)
+    args.decoder_layers = getattr(args, "decoder_layers", "[(128, 5)] * 3")
+    args.decoder_out_embed_dim = getattr(args, "decoder_out_embed_dim", 128)
+    args.dropout = getattr(args, "dropout", 0.1)
+    ARCH_CONFIG_REGISTRY["fconv"](args)
+    fill_fconv_position_defaults(args)

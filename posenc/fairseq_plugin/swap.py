@@ -1,0 +1,29 @@
+"""Swapping position modules into a freshly built stock model."""
+
+import torch
+
+# Distinct seeds for tables drawn fresh on each side, so an encoder and a decoder table of one
+# shape never start out identical.
+SIDE_SALT = {"encoder": 1, "decoder": 2}
+
+
+def build_without_touching_rng(factory, side: str):
+    """Run ``factory()`` with the global RNG forked and reseeded from its initial seed.
+
+    Position modules are built after the stock model and must not advance the global RNG: then,
+    for a given seed, every placement and kind starts from the same non-position weights and draws
+    the same dropout masks, so the cells of a sweep differ in their positions only.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(torch.initial_seed() + SIDE_SALT[side])
+        return factory()
+
+
+def copy_learned_init(new_table, stock_table):
+    """Give ``new_table`` the stock table's initial rows when both are learned tables of one
+    shape, so default flags reproduce the stock model's initialisation exactly."""
+    weight = getattr(stock_table, "weight", None)
+    if weight is not None and weight.shape == new_table.weight.shape:
+        with torch.no_grad():
+            new_table.weight.copy_(weight)
+    return new_table

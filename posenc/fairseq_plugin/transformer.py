@@ -1,0 +1,102 @@
+"""``posenc_transformer``: fairseq's Transformer with a per-side choice of position signal.
+
+``learned`` and ``sinusoidal`` are added to the scaled token embeddings as in the stock model;
+``rope`` adds nothing there and rotates queries and keys in that side's self-attention (encoder
+self-attention for the source side, decoder self-attention for the target side); ``none`` leaves
+the side without any position signal. Cross-attention is never rotated: source and target
+positions do not share a coordinate system.
+"""
+
+from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_architecture
+from fairseq.models.transformer import TransformerModel
+
+from posenc.encodings import KINDS, SinusoidalPositionalEmbedding, transformer_learned_positions
+from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults
+from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
+from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
+
+STOCK_TRANSFORMER_ARCHS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
+                           "transformer_vaswani_wmt_en_de_big")
+
+
+def stock_position_kinds(args):
+    """What the stock flags ask for: sinusoidal, learned per side, or none on both sides."""
+    if getattr(args, "no_token_positional_embeddings", False):
+        return "none", "none"
+    return ("learned" if getattr(args, "encoder_learned_pos", False) else "sinusoidal",
+            "learned" if getattr(args, "decoder_learned_pos", False) else "sinusoidal")
+
+
+def fill_transformer_position_defaults(args):
+    fill_position_defaults(args, *stock_position_kinds(args))
+
+
+def transformer_positions(kind, stock_table, embed_dim, padding_idx, max_positions_arg, args):
+    """The additive position module of one side (None for ``rope`` and ``none``)."""
+    if kind == "learned":
+        return copy_learned_init(transformer_learned_positions(max_positions_arg, embed_dim, padding_idx), stock_table)
+    if kind == "sinusoidal":
+        scale = args.sinusoidal_scale if args.sinusoidal_scale is not None else 1.0
+        return SinusoidalPositionalEmbedding(embed_dim, padding_idx, variant=args.sinusoidal_variant,
+                                             init_size=max_positions_arg + padding_idx + 1, scale=scale)
+    return None
+
+
+def rotate_self_attention(layers, rope_base):
+    for layer in layers:
+        layer.self_attn = RotaryMultiheadAttention.from_attention(layer.self_attn, rope_base)
+
+
+@register_model("posenc_transformer")
+class PosencTransformerModel(TransformerModel):
+    """Stock ``transformer`` built as fairseq builds it, then each side's positions swapped in."""
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        add_position_args(parser, allowed_kinds=KINDS)
+
+    @classmethod
+    def build_model(cls, args, task):
+        fill_transformer_position_defaults(args)
+        check_kinds("posenc_transformer", args, KINDS)
+        if "rope" in (args.encoder_pos, args.decoder_pos) and getattr(args, "quant_noise_pq", 0):
+            raise ValueError("posenc_transformer: rope does not support --quant-noise-pq")
+        model = super().build_model(args, task)
+        for side, module, max_arg in (("encoder", model.encoder, args.max_source_positions),
+                                      ("decoder", model.decoder, args.max_target_positions)):
+            kind = getattr(args, f"{side}_pos")
+            module.embed_positions = build_without_touching_rng(
+                lambda: transformer_positions(kind, module.embed_positions, module.embed_tokens.embedding_dim
+                                              if side == "encoder" else module.embed_dim,
+                                              module.padding_idx, max_arg, args),
+                side)
+            if kind == "rope":
+                build_without_touching_rng(lambda: rotate_self_attention(module.layers, args.rope_base), side)
+        return model
+
+
+def _posenc_arch(stock_arch):
+    def architecture(args):
+        stock_arch(args)
+        fill_transformer_position_defaults(args)
+    architecture.__doc__ = f"``{stock_arch.__name__}``'s defaults, positions as stock unless set."
+    return architecture
+
+
+for _name in STOCK_TRANSFORMER_ARCHS:
+    register_model_architecture("posenc_transformer", f"posenc_{_name}")(_posenc_arch(ARCH_CONFIG_REGISTRY[_name]))
+
+
+@register_model_architecture("posenc_transformer", "posenc_transformer_small")
+def posenc_transformer_small(args):
+    """Sized to learn the synthetic task in about a minute per cell on 2 CPU cores."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 128)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 256)
+    args.encoder_layers = getattr(args, "encoder_layers", 3)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
+    args.decoder_layers = getattr(args, "decoder_layers", 3)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+    args.dropout = getattr(args, "dropout", 0.1)
+    ARCH_CONFIG_REGISTRY["transformer"](args)
+    fill_transformer_position_defaults(args)
