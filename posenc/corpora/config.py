@@ -1,0 +1,158 @@
+"""The `data` config node, parsed and checked into one typed object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+from .errors import CorpusError
+from .filtering import FilterSettings
+from .moses import TextSettings
+from .subwords import SubwordSettings
+from .synthetic import GeneratorConfig
+from .validate import check_languages
+
+RECIPE_NAMES = ("synthetic", "custom", "multi30k", "iwslt14", "wmt14_en_de", "wmt16_en_ro")
+
+_COMMON_KEYS = {
+    "name", "recipe", "src", "tgt", "tokenizer", "normalize_punct", "lowercase",
+    "aggressive_dash_splits", "subword", "subword_size", "joint_subwords", "joined_dictionary",
+    "filter", "workers",
+}
+_RECIPE_KEYS = {
+    "synthetic": {"generator"},
+    "custom": {"train", "valid", "test"},
+    "multi30k": {"mirror"},
+    "iwslt14": {"mirror"},
+    "wmt14_en_de": {"mirror"},
+    "wmt16_en_ro": {"mirror"},
+}
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    name: str
+    recipe: str
+    src: str
+    tgt: str
+    text: TextSettings
+    subwords: SubwordSettings
+    joined_dictionary: bool
+    filter: FilterSettings
+    workers: int = 1
+    generator: GeneratorConfig | None = None
+    prefixes: dict[str, str] = field(default_factory=dict)  # custom: split -> file prefix
+    mirror: str | None = None
+
+    def preprocessing(self) -> dict:
+        """Everything that changes the binarized data (part of the cache key)."""
+        return {
+            "src": self.src,
+            "tgt": self.tgt,
+            "text": self.text.as_dict(),
+            "subwords": self.subwords.as_dict(),
+            "joined_dictionary": self.joined_dictionary,
+            "filter": self.filter.as_dict(),
+        }
+
+
+def to_plain_dict(data_cfg: Any) -> dict:
+    """Accept a dict or an OmegaConf node; unset mandatory values (???) fail with their key."""
+    if isinstance(data_cfg, Mapping) and not hasattr(data_cfg, "_get_node"):
+        return dict(data_cfg)
+    from omegaconf import OmegaConf
+    from omegaconf.errors import MissingMandatoryValue
+
+    try:
+        return OmegaConf.to_container(data_cfg, resolve=True, throw_on_missing=True)
+    except MissingMandatoryValue as err:
+        key = getattr(err, "full_key", "") or "a data key"
+        raise CorpusError(
+            f"data.{key.removeprefix('data.')} is not set: give it on the command line, e.g. "
+            f"data.{key.removeprefix('data.')}=..."
+        ) from None
+
+
+def parse(data_cfg: Any) -> CorpusConfig:
+    raw = to_plain_dict(data_cfg)
+    recipe = raw.get("recipe", raw.get("name"))
+    if recipe not in RECIPE_NAMES:
+        raise CorpusError(
+            f"data.recipe={recipe!r}: allowed recipes are {', '.join(RECIPE_NAMES)}"
+        )
+    allowed = _COMMON_KEYS | _RECIPE_KEYS[recipe]
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise CorpusError(
+            f"unknown key data.{unknown[0]} for recipe {recipe}; allowed keys: "
+            f"{', '.join(sorted(allowed))}"
+        )
+    for key in ("src", "tgt"):
+        if raw.get(key) in (None, "???"):
+            raise CorpusError(f"data.{key} is not set: give the language code, e.g. data.{key}=de")
+    src, tgt = str(raw["src"]), str(raw["tgt"])
+    check_languages(src, tgt)
+
+    text = TextSettings(
+        tokenizer=str(raw.get("tokenizer", "moses")),
+        normalize_punct=bool(raw.get("normalize_punct", True)),
+        lowercase=bool(raw.get("lowercase", False)),
+        aggressive_dash_splits=bool(raw.get("aggressive_dash_splits", True)),
+    )
+    subwords = SubwordSettings(
+        kind=str(raw.get("subword", "bpe")),
+        size=int(raw.get("subword_size", 10000)),
+        joint=bool(raw.get("joint_subwords", True)),
+    )
+    filter_settings = _build(FilterSettings, raw.get("filter") or {}, "data.filter")
+    for part in (text, subwords, filter_settings):
+        part.check()
+
+    generator = None
+    prefixes: dict[str, str] = {}
+    if recipe == "synthetic":
+        generator = _build(GeneratorConfig, raw.get("generator") or {}, "data.generator")
+        generator.check()
+    elif recipe == "custom":
+        for split in ("train", "valid", "test"):
+            value = raw.get(split)
+            if value in (None, "", "???"):
+                raise CorpusError(
+                    f"data.{split} is not set: give the file prefix, e.g. data.{split}=/path/"
+                    f"{split} for {split}.{src} and {split}.{tgt}"
+                )
+            prefixes[split] = str(value)
+    workers = int(raw.get("workers", 1))
+    if workers < 1:
+        raise CorpusError(f"data.workers={workers}: must be >= 1")
+    return CorpusConfig(
+        name=str(raw.get("name", recipe)),
+        recipe=recipe,
+        src=src,
+        tgt=tgt,
+        text=text,
+        subwords=subwords,
+        joined_dictionary=bool(raw.get("joined_dictionary", False)),
+        filter=filter_settings,
+        workers=workers,
+        generator=generator,
+        prefixes=prefixes,
+        mirror=raw.get("mirror") or None,
+    )
+
+
+def _build(cls, values: Mapping, where: str):
+    names = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise CorpusError(
+            f"unknown key {where}.{unknown[0]}; allowed keys: {', '.join(sorted(names))}"
+        )
+    kwargs = {}
+    for key, value in values.items():
+        kind = type(names[key].default)
+        try:
+            kwargs[key] = kind(value)
+        except (TypeError, ValueError):
+            raise CorpusError(f"{where}.{key}={value!r}: must be a {kind.__name__}") from None
+    return cls(**kwargs)

@@ -1,0 +1,169 @@
+"""prepare_corpus: raw text -> tokenized -> filtered -> subwords -> fairseq binary, cached."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from . import binarize, filtering, subwords, synthetic
+from .cache import cache_key, entry_dir, get_or_build
+from .config import CorpusConfig, parse
+from .errors import CorpusError
+from .moses import tokenize_lines
+from .prepared import PreparedCorpus, load_prepared, write_manifest
+from .recipes import RECIPES, recipe_raw_files
+from .textio import cached_sha256, write_lines
+from .validate import check_not_identical, read_parallel, resolve_file
+
+SPLIT_ORDER = ("train", "valid", "test", "test_long")
+TEST_SPLITS = ("test", "test_long")
+Pairs = dict[str, tuple[list[str], list[str]]]  # split -> (source lines, target lines)
+
+
+def prepare_corpus(
+    data_cfg: Any, cache_root: Path, log: Callable[[str], None] = print
+) -> PreparedCorpus:
+    """Prepare (or find in the cache) the binarized corpus described by the `data` node.
+
+    Raises CorpusError, whose message is one line, for any bad input.
+    """
+    cfg = parse(data_cfg)
+    cache_root = Path(cache_root).expanduser().resolve()
+    fingerprint, load_raw = _raw_source(cfg, cache_root, log)
+    key = cache_key({"raw": fingerprint, "preprocessing": cfg.preprocessing()})
+    entry = entry_dir(cache_root, cfg.name, key)
+
+    def build(tmp: Path) -> None:
+        started = time.monotonic()
+        log(f"corpus {cfg.name}: preparing into {entry}")
+        _build(cfg, key, load_raw(), tmp, log)
+        log(f"corpus {cfg.name}: ready in {time.monotonic() - started:.1f}s")
+
+    entry, built = get_or_build(entry, build, log)
+    if not built:
+        log(f"corpus {cfg.name}: cache hit {entry}")
+    return load_prepared(entry)
+
+
+# -- where the raw text comes from ----------------------------------------------------------
+def _raw_source(cfg: CorpusConfig, cache_root: Path, log):
+    """Return (fingerprint for the cache key, function loading the raw pairs of every split)."""
+    if cfg.recipe == "synthetic":
+        generator_source = Path(synthetic.__file__).read_bytes()
+        fingerprint = {
+            "generator": cfg.generator.__dict__,
+            # the grammar's own code: changing the language changes the key
+            "generator_code": hashlib.sha256(generator_source).hexdigest(),
+        }
+
+        def load_synthetic() -> Pairs:
+            return synthetic.generate(cfg.generator)
+
+        return fingerprint, load_synthetic
+
+    if cfg.recipe == "custom":
+        # Every file must exist before anything else is done (the path is the message).
+        files = {
+            split: {lang: resolve_file(prefix, lang) for lang in (cfg.src, cfg.tgt)}
+            for split, prefix in cfg.prefixes.items()
+        }
+    else:
+        files = recipe_raw_files(
+            RECIPES[cfg.recipe], cfg.src, cfg.tgt, cache_root, cfg.mirror, log
+        )
+        for sides in files.values():
+            for path in sides.values():
+                if not path.is_file():
+                    raise CorpusError(f"corpus file not found: {path}")
+    memo = cache_root / "raw-hashes.json"
+    fingerprint = {
+        split: {lang: cached_sha256(path, memo) for lang, path in sides.items()}
+        for split, sides in files.items()
+    }
+
+    def load_files() -> Pairs:
+        pairs: Pairs = {}
+        for split, sides in files.items():
+            src_path, tgt_path = sides[cfg.src], sides[cfg.tgt]
+            pairs[split] = read_parallel(src_path, tgt_path)
+            if split == "train":
+                check_not_identical(src_path, tgt_path, *pairs[split])
+        return pairs
+
+    return fingerprint, load_files
+
+
+# -- the build ------------------------------------------------------------------------------
+def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
+    src, tgt = cfg.src, cfg.tgt
+    splits = [split for split in SPLIT_ORDER if split in raw]
+    tests = [split for split in TEST_SPLITS if split in raw]
+
+    # 1. raw evaluation text, exactly as given: the references BLEU is computed against.
+    raw_dir = out / "raw"
+    for split in splits:
+        if split == "train" and cfg.recipe != "synthetic":
+            continue  # big, and already on disk as the user's / recipe's files
+        for lang, lines in zip((src, tgt), raw[split]):
+            write_lines(raw_dir / f"{split}.{lang}", lines)
+
+    # 2. normalise + tokenize (+ lowercase if the recipe says so)
+    tok = {
+        split: tuple(tokenize_lines(lines, lang, cfg.text, cfg.workers)
+                     for lang, lines in zip((src, tgt), raw[split]))
+        for split in splits
+    }
+
+    # 3. filter training pairs only, both sides together
+    kept, stats = filtering.filter_pairs(*tok["train"], cfg.filter)
+    log(f"corpus {cfg.name}: {filtering.describe(stats)}")
+    if not kept:
+        raise CorpusError(
+            f"all {stats['input']} training pairs were removed by data.filter "
+            f"({filtering.describe(stats)}); loosen data.filter"
+        )
+    tok["train"] = tuple([side[i] for i in kept] for side in tok["train"])
+
+    # 4. subwords, learnt on the filtered training text
+    models = subwords.learn(
+        cfg.subwords, {src: tok["train"][0], tgt: tok["train"][1]}, out / "subwords",
+        workers=cfg.workers,
+    )
+    text_dir = out / "text"
+    sizes = {}
+    for split in splits:
+        for lang, lines in zip((src, tgt), tok[split]):
+            segmented = subwords.apply(cfg.subwords, models.get(lang), lines, cfg.workers)
+            write_lines(text_dir / f"{split}.{lang}", segmented)
+        sizes[split] = len(tok[split][0])
+
+    # 5. binarize
+    args = binarize.preprocess_command(
+        src, tgt, text_dir, out / "bin", tests, cfg.joined_dictionary, cfg.workers
+    )
+    log(f"corpus {cfg.name}: fairseq-preprocess ({', '.join(f'{s} {sizes[s]}' for s in splits)})")
+    binarize.run_preprocess(args, out / "preprocess.log")
+    for lang in (src, tgt):  # the binarized copy is what training reads
+        (text_dir / f"train.{lang}").unlink()
+
+    write_manifest(out, {
+        "name": cfg.name,
+        "cache_key": key,
+        "bin_dir": "bin",
+        "src": src,
+        "tgt": tgt,
+        "remove_bpe": subwords.POST_PROCESS[cfg.subwords.kind],
+        "subsets": {"train": "train", "valid": "valid", **binarize.subset_names(tests)},
+        "test_refs": {split: f"raw/{split}.{tgt}" for split in tests},
+        "test_sources": {split: f"raw/{split}.{src}" for split in tests},
+        "test_sizes": {split: sizes[split] for split in tests},
+        "lowercased": cfg.text.lowercase,
+        "filter_stats": stats,
+        "text_settings": cfg.text.as_dict(),
+        "subword_kind": cfg.subwords.kind,
+        "sizes": sizes,
+        "preprocessing": cfg.preprocessing(),
+        "recipe": cfg.recipe,
+    })
