@@ -170,21 +170,21 @@ def test_custom_files_are_filtered_on_train_only_and_read_from_gzip(tmp_path):
     # valid and test hold pairs the filter would drop: they must survive whole
     _write(tmp_path / "valid.de", ["Ein Satz.", "", "wort " * 30])
     _write(tmp_path / "valid.en", ["A sentence.", "Empty source.", "word"])
-    _write(tmp_path / "test.de", ["Der Hund läuft.", "„Zitat“ – ja"], gz=True)
-    _write(tmp_path / "test.en", ["The dog runs.", "\"Quote\" - yes"])
+    _write(tmp_path / "test.de", ["Der Hund läuft.", "„Zitat“ – ja", "Zeile"], gz=True)
+    # U+2028 inside a sentence is not a line break (str.splitlines would say it is)
+    _write(tmp_path / "test.en", ["The dog runs.", "\"Quote\" - yes", "Line\u2028sep"])
     logs = []
     prepared = prepare_corpus(custom_cfg(tmp_path), tmp_path / "cache", log=logs.append)
     assert prepared.filter_stats == {
         "input": 44, "kept": 40, "removed": {"empty": 2, "too_short": 0, "too_long": 1,
                                             "ratio": 1}}
     assert any("kept 40 of 44 training pairs" in line for line in logs)
-    assert prepared.sizes == {"train": 40, "valid": 3, "test": 2}
-    assert prepared.test_sizes == {"test": 2}
+    assert prepared.sizes == {"train": 40, "valid": 3, "test": 3}
+    assert prepared.test_sizes == {"test": 3}
     # references are kept exactly as given (no normalisation of quotes or dashes)
-    assert prepared.test_refs["test"].read_text(encoding="utf-8") == \
-        "The dog runs.\n\"Quote\" - yes\n"
-    assert prepared.test_sources["test"].read_text(encoding="utf-8") == \
-        "Der Hund läuft.\n„Zitat“ – ja\n"
+    assert prepared.references("test") == ["The dog runs.", "\"Quote\" - yes", "Line\u2028sep"]
+    assert prepared.sources("test") == ["Der Hund läuft.", "„Zitat“ – ja", "Zeile"]
+    assert prepared.tokenize(prepared.references("test"))[1:] == ['" Quote " - yes', "Line sep"]
 
 
 @pytest.mark.parametrize("case", ["count", "missing", "utf8", "empty", "same_lang",

@@ -34,6 +34,16 @@ class PreparedCorpus:
     def test_splits(self) -> list[str]:
         return list(self.test_refs)
 
+    def references(self, split: str = "test") -> list[str]:
+        """The raw references of a test split, split on "\\n" only.
+
+        (str.splitlines would also split on U+2028 and other separators inside a sentence.)
+        """
+        return _read_lines(self.test_refs[split])
+
+    def sources(self, split: str = "test") -> list[str]:
+        return _read_lines(self.test_sources[split])
+
     def detokenize(self, lines: list[str]) -> list[str]:
         """fairseq output with subwords already removed -> raw target-language text."""
         return detokenize_lines(lines, self.tgt, self.text_settings)
@@ -60,6 +70,11 @@ class PreparedCorpus:
             "filter_stats": self.filter_stats,
             "sizes": self.sizes,
         }
+
+
+def _read_lines(path: Path) -> list[str]:
+    text = Path(path).read_bytes().decode("utf-8")
+    return text[:-1].split("\n") if text else []
 
 
 def write_manifest(entry: Path, manifest: dict) -> None:
