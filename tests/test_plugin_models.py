@@ -1,0 +1,194 @@
+"""posenc_fconv / posenc_transformer against stock fairseq models built in the same process."""
+
+import itertools
+
+import pytest
+import torch
+
+from fairseq_helpers import DummyTask, build, decoder_output, parse_args, random_batch
+
+FCONV_ARCHS = ["fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr"]
+TRANSFORMER_ARCHS = ["transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
+                     "transformer_vaswani_wmt_en_de_big"]
+SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
+FAMILY_KINDS = {"fconv": ["learned", "sinusoidal", "none"], "transformer": ["learned", "sinusoidal", "rope", "none"]}
+OUR_KEYS = {"arch", "encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "rope_base"}
+
+
+def assert_loads_strictly_and_matches(stock, ours, task):
+    ours.load_state_dict(stock.state_dict(), strict=True)
+    src, src_lengths, prev = random_batch(task.source_dictionary)
+    diff = (decoder_output(stock, src, src_lengths, prev) - decoder_output(ours, src, src_lengths, prev)).abs().max()
+    assert diff.item() <= 1e-5
+
+
+@pytest.mark.parametrize("arch", FCONV_ARCHS + TRANSFORMER_ARCHS)
+def test_default_sizes_equal_the_stock_architecture(arch):
+    stock, ours = vars(parse_args(arch)), vars(parse_args(f"posenc_{arch}"))
+    assert {k: v for k, v in stock.items() if k not in OUR_KEYS} == {k: v for k, v in ours.items() if k not in OUR_KEYS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", FCONV_ARCHS + TRANSFORMER_ARCHS)
+def test_stock_checkpoint_loads_strictly_and_gives_the_same_outputs(arch):
+    task = DummyTask()
+    stock, _ = build(arch, task=task, seed=3)
+    ours, args = build(f"posenc_{arch}", task=task, seed=3)
+    # Same seed, same init: default flags build the stock model, not just a compatible one.
+    assert all(torch.equal(a, b) for a, b in zip(stock.state_dict().values(), ours.state_dict().values()))
+    assert_loads_strictly_and_matches(stock, ours, task)
+    assert ours.max_positions() == stock.max_positions()
+    expected = ("learned", "learned") if arch.startswith("fconv") else ("sinusoidal", "sinusoidal")
+    assert (args.encoder_pos, args.decoder_pos) == expected
+
+
+@pytest.mark.parametrize("stock_flags,kinds", [
+    (["--encoder-learned-pos", "--decoder-learned-pos"], ["--encoder-pos", "learned", "--decoder-pos", "learned"]),
+    (["--no-token-positional-embeddings"], ["--encoder-pos", "none", "--decoder-pos", "none"]),
+    (["--encoder-learned-pos"], ["--encoder-pos", "learned", "--decoder-pos", "sinusoidal"]),
+])
+def test_explicit_kinds_equal_the_stock_flags(stock_flags, kinds):
+    task = DummyTask()
+    stock, _ = build("transformer_iwslt_de_en", *stock_flags, task=task)
+    ours, _ = build("posenc_transformer_iwslt_de_en", *kinds, task=task)
+    assert_loads_strictly_and_matches(stock, ours, task)
+
+
+def test_explicit_kinds_win_over_the_stock_flags():
+    _, args = build("posenc_transformer_small", "--no-token-positional-embeddings", "--encoder-pos", "rope")
+    assert (args.encoder_pos, args.decoder_pos) == ("rope", "none")
+    model, _ = build("posenc_transformer_small", "--encoder-learned-pos", "--encoder-pos", "sinusoidal")
+    assert "encoder.embed_positions.weight" not in model.state_dict()
+
+
+def position_keys(model):
+    return {k for k in model.state_dict() if "embed_positions" in k}
+
+
+@pytest.mark.parametrize("family", ["fconv", "transformer"])
+def test_a_side_set_to_none_loses_exactly_its_position_table(family):
+    learned, _ = build(SMALL[family], "--encoder-pos", "learned", "--decoder-pos", "learned")
+    everything = set(learned.state_dict())
+    assert position_keys(learned) == {"encoder.embed_positions.weight", "decoder.embed_positions.weight"}
+    for enc, dec in [("none", "learned"), ("learned", "none"), ("none", "none")]:
+        model, _ = build(SMALL[family], "--encoder-pos", enc, "--decoder-pos", dec)
+        lost = everything - set(model.state_dict())
+        assert lost == {f"{side}.embed_positions.weight" for side, kind in (("encoder", enc), ("decoder", dec)) if kind == "none"}
+
+
+@pytest.mark.parametrize("side", ["encoder", "decoder"])
+def test_fconv_none_removes_the_signal_from_convolutions_and_attention(side):
+    """``none`` behaves exactly like a learned table of zeros: positions reach fconv only through
+    the table, in both the convolution input and the attention term (e_j / g_i)."""
+    task = DummyTask()
+    other = "decoder" if side == "encoder" else "encoder"
+    none_model, _ = build("posenc_fconv_small", f"--{side}-pos", "none", task=task)
+    zeros_model, _ = build("posenc_fconv_small", task=task)
+    state = dict(none_model.state_dict())
+    state[f"{side}.embed_positions.weight"] = torch.zeros_like(zeros_model.state_dict()[f"{side}.embed_positions.weight"])
+    zeros_model.load_state_dict(state, strict=True)
+    src, src_lengths, prev = random_batch(task.source_dictionary)
+    assert torch.allclose(decoder_output(none_model, src, src_lengths, prev),
+                          decoder_output(zeros_model, src, src_lengths, prev), atol=1e-6)
+    # ...and that table is not inert: nonzero rows change the output.
+    state[f"{side}.embed_positions.weight"] = torch.randn_like(state[f"{side}.embed_positions.weight"])
+    zeros_model.load_state_dict(state)
+    assert not torch.allclose(decoder_output(none_model, src, src_lengths, prev),
+                              decoder_output(zeros_model, src, src_lengths, prev), atol=1e-4)
+    assert f"{other}.embed_positions.weight" in none_model.state_dict()
+
+
+@pytest.mark.parametrize("encoder_kind", ["none", "learned", "sinusoidal", "rope"])
+def test_transformer_encoder_without_positions_is_blind_to_source_order(encoder_kind):
+    task = DummyTask()
+    model, _ = build("posenc_transformer_small", "--encoder-pos", encoder_kind, "--decoder-pos", "sinusoidal", task=task)
+    src, src_lengths, prev = random_batch(task.source_dictionary, pad_source=False, src_len=9)
+    permuted = src[:, torch.randperm(src.size(1), generator=torch.Generator().manual_seed(0))]
+    same = torch.allclose(decoder_output(model, src, src_lengths, prev),
+                          decoder_output(model, permuted, src_lengths, prev), atol=1e-5)
+    assert same == (encoder_kind == "none")
+
+
+def test_rope_adds_no_parameters():
+    none, _ = build("posenc_transformer_small", "--encoder-pos", "none", "--decoder-pos", "none")
+    rope, _ = build("posenc_transformer_small", "--encoder-pos", "rope", "--decoder-pos", "rope")
+    assert none.state_dict().keys() == rope.state_dict().keys()
+    assert sum(p.numel() for p in none.parameters()) == sum(p.numel() for p in rope.parameters())
+    assert all(type(layer.self_attn).__name__ == "RotaryMultiheadAttention" for layer in rope.encoder.layers)
+    assert all(type(layer.encoder_attn).__name__ == "MultiheadAttention" for layer in rope.decoder.layers)
+
+
+def test_rope_side_is_position_aware_through_attention_only():
+    task = DummyTask()
+    rope, _ = build("posenc_transformer_small", "--encoder-pos", "rope", "--decoder-pos", "none", task=task)
+    assert rope.encoder.embed_positions is None and rope.decoder.embed_positions is None
+    none, _ = build("posenc_transformer_small", "--encoder-pos", "none", "--decoder-pos", "none", task=task)
+    none.load_state_dict(rope.state_dict())
+    src, src_lengths, prev = random_batch(task.source_dictionary)
+    assert not torch.allclose(decoder_output(rope, src, src_lengths, prev), decoder_output(none, src, src_lengths, prev), atol=1e-4)
+
+
+def incremental_outputs(model, src, src_lengths, prev):
+    """Decoder outputs step by step through fairseq's incremental state, ``(B, T, V)``."""
+    with torch.no_grad():
+        encoder_out = model.encoder(src, src_lengths)
+        state = {}
+        steps = [model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)[0] for t in range(prev.size(1))]
+    return torch.cat(steps, dim=1)
+
+
+@pytest.mark.parametrize("family,kind", [(f, k) for f, kinds in FAMILY_KINDS.items() for k in kinds])
+def test_incremental_decoding_equals_full_sequence_decoding(family, kind):
+    task = DummyTask()
+    model, _ = build(SMALL[family], "--encoder-pos", kind, "--decoder-pos", kind, task=task)
+    src, src_lengths, prev = random_batch(task.source_dictionary, bsz=2, tgt_len=6)
+    prev[-1, -1] = task.source_dictionary.index("w3")  # no padding inside a decoded prefix
+    full = decoder_output(model, src, src_lengths, prev)
+    assert torch.allclose(incremental_outputs(model, src, src_lengths, prev), full, atol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["fconv", "transformer"])
+@pytest.mark.parametrize("max_pos", [None, "60"])
+def test_every_placement_reports_the_stock_learned_max_positions(family, max_pos):
+    extra = ["--max-source-positions", max_pos, "--max-target-positions", max_pos] if max_pos else []
+    # The limit depends on the length arguments only, so small models stand in for big ones.
+    stock_arch = "fconv_iwslt_de_en" if family == "fconv" else "transformer_iwslt_de_en"
+    learned_flags = [] if family == "fconv" else ["--encoder-learned-pos", "--decoder-learned-pos"]
+    stock, _ = build(stock_arch, *learned_flags, *extra)
+    for enc, dec in itertools.product(FAMILY_KINDS[family], repeat=2):
+        model, _ = build(SMALL[family], "--encoder-pos", enc, "--decoder-pos", dec, *extra)
+        assert model.max_positions() == stock.max_positions(), (enc, dec)
+
+
+@pytest.mark.parametrize("family", ["fconv", "transformer"])
+def test_cells_share_their_non_position_initialisation(family):
+    """Position modules are swapped in without advancing the RNG: same seed, same other weights."""
+    reference, _ = build(SMALL[family], "--encoder-pos", "none", "--decoder-pos", "none", seed=7)
+    for kind in FAMILY_KINDS[family]:
+        model, _ = build(SMALL[family], "--encoder-pos", kind, "--decoder-pos", kind, seed=7)
+        for name, tensor in reference.state_dict().items():
+            assert torch.equal(tensor, model.state_dict()[name]), (kind, name)
+
+
+def test_fresh_tables_differ_between_sides():
+    model, _ = build("posenc_transformer_small", "--encoder-pos", "learned", "--decoder-pos", "learned")
+    assert not torch.equal(model.encoder.embed_positions.weight, model.decoder.embed_positions.weight)
+
+
+def test_fconv_sinusoid_is_scaled_to_the_learned_table_norm():
+    model, args = build("posenc_fconv_small", "--encoder-pos", "sinusoidal")
+    learned, _ = build("posenc_fconv_small")
+    tokens = torch.full((1, 50), 5)
+    sin_norm = model.encoder.embed_positions(tokens).norm(dim=-1).mean().item()
+    learned_norm = learned.encoder.embed_positions(tokens).norm(dim=-1).mean().item()
+    assert sin_norm == pytest.approx(learned_norm, rel=0.1)
+    scaled, _ = build("posenc_fconv_small", "--encoder-pos", "sinusoidal", "--sinusoidal-scale", "1.0")
+    assert scaled.encoder.embed_positions(tokens).norm(dim=-1).mean().item() == pytest.approx((128 / 2) ** 0.5, rel=1e-4)
+
+
+def test_build_refuses_rope_for_fconv_in_process():
+    args = parse_args("posenc_fconv_small")
+    args.encoder_pos = "rope"
+    from posenc.fairseq_plugin.fconv import PosencFConvModel
+    with pytest.raises(ValueError, match="allowed: learned, sinusoidal, none"):
+        PosencFConvModel.build_model(args, DummyTask())
