@@ -1,0 +1,24 @@
+"""Position-encoding analysis (``posenc-pe``): the seed's exercises 3.1 to 3.3 on the sinusoid,
+the proximity properties of Wang et al. (ICLR 2021), the probes of Wang & Chen (EMNLP 2020), and
+the same measurements on the position tables inside a fairseq checkpoint.
+
+Conventions: a *table* is a ``(N, D)`` tensor whose row ``p`` is PE(p), ``p = 0 .. N-1`` (no
+padding row). Sinusoid *variants* are ``paper`` (interleaved sin/cos) and ``fairseq``
+(concatenated halves), as in :mod:`posenc.encodings.sinusoidal`.
+"""
+
+from posenc.analysis.relative import (
+    factorisation_check,
+    fit_shift_lstsq,
+    pair_columns,
+    relative_linear_errors,
+    shift_matrix,
+)
+
+__all__ = [
+    "factorisation_check",
+    "fit_shift_lstsq",
+    "pair_columns",
+    "relative_linear_errors",
+    "shift_matrix",
+]

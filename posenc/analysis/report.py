@@ -1,0 +1,228 @@
+"""Writing ``report.json``, ``report.md`` and the PNG figures into the output directory."""
+
+import json
+import math
+import os
+
+from posenc.analysis import plots
+from posenc.analysis.values import plot_dimensions
+
+
+def _clean(obj):
+    """JSON-ready: NaN and infinities become null; tensors and numpy scalars become numbers."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return _clean(obj.tolist())
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    return obj
+
+
+def write_json(report: dict, out_dir: str) -> str:
+    path = os.path.join(out_dir, "report.json")
+    with open(path, "w") as fh:
+        json.dump(_clean(report), fh, indent=1, allow_nan=False)
+        fh.write("\n")
+    return path
+
+
+def _fmt(x, digits=4):
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return "n/a"
+        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
+            return f"{x:.2e}"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# sinusoid
+
+
+def sinusoid_figures(report: dict, extras: dict, out_dir: str) -> list:
+    v = report["variant"]
+    ex = extras[v]
+    d, n = report["dim"], report["max_len"]
+    tag = f"d={d}, N={n}"
+    figs = []
+    figs.append(plots.heatmap(ex["table"].numpy(), os.path.join(out_dir, "pe_heatmap.png"),
+                              f"sinusoid ({v} layout), {tag}"))
+    dims = plot_dimensions(d, v)
+    wl = ex["wavelengths"]
+    labels = [f"dim {k} (wavelength {float(wl[k]):.3g})" for k in dims]
+    slow = [k for k in dims if float(wl[k]) >= n / 8] or dims[-1:]
+    figs.append(plots.dimension_lines(ex["table"].numpy(), dims, os.path.join(out_dir, "pe_dimensions.png"),
+                                      f"{v} layout, {tag}", labels, slow_dims=slow))
+    figs.append(plots.wavelengths({name: e["wavelengths"].numpy() for name, e in extras.items()},
+                                  os.path.join(out_dir, "wavelengths.png"), f"wavelength per dimension, d={d}",
+                                  hline=float(n)))
+    figs.append(plots.scale({name: (e["norms"].numpy(), e["dim_min"].numpy(), e["dim_max"].numpy())
+                             for name, e in extras.items()}, os.path.join(out_dir, "scale.png"),
+                            f"||PE(p)|| = sqrt(d/2) = {math.sqrt(d / 2):.4g}",
+                            reference={"token norm (transformer init, x sqrt(d))":
+                                       report["variants"][v]["scale"]["init_tokens"]["transformer"]["token_norm_expected"]}))
+    figs.append(plots.proximity({name: e["gram"] for name, e in extras.items()}, os.path.join(out_dir, "proximity.png"),
+                                f"dot-product proximity, {tag}"))
+    series = {}
+    for name, e in extras.items():
+        series[f"{name}, float64"] = (e["relative_ks"], e["relative_per_k_float64"])
+        series[f"{name}, float32"] = (e["relative_ks"], e["relative_per_k_float32"])
+    figs.append(plots.relative_errors(series, os.path.join(out_dir, "relative_error.png"),
+                                      f"exercise 3.1: PE(p+k) = M(k) PE(p), {tag}"))
+    return [os.path.basename(f) for f in figs]
+
+
+def sinusoid_markdown(report: dict) -> str:
+    v, d, n = report["variant"], report["dim"], report["max_len"]
+    V = report["variants"]
+    names = list(V)
+    lines = [f"# Sinusoidal position encoding, d={d}, N={n}", "",
+             f"Rows PE(0)..PE({n - 1}); chosen variant `{v}` (its values are the top-level keys of report.json).", "",
+             "| | " + " | ".join(f"`{x}`" for x in names) + " |", "|---|" + "---|" * len(names)]
+
+    def row(label, get):
+        vals = []
+        for x in names:
+            try:
+                vals.append(_fmt(get(V[x])))
+            except (KeyError, TypeError):
+                vals.append("n/a")
+        lines.append(f"| {label} | " + " | ".join(vals) + " |")
+
+    row("3.1 max abs(PE(p+k) - M(k)PE(p)), float64", lambda r: r["relative"]["max_error_float64"])
+    row("3.1 same, float32 table", lambda r: r["relative"]["max_error_float32"])
+    row("(p, k) pairs checked", lambda r: r["relative"]["pairs_checked"])
+    row("3.1 factorisation A(k)B(p): max error", lambda r: r["relative"]["factorisation"]["max_error"])
+    row("3.1 factorisation: sigma3/sigma1 per pair (rank 2)", lambda r: r["relative"]["factorisation"]["rank2_residual"])
+    row("least squares M(k), 2x2 blocks: max diff from closed form",
+        lambda r: max(f["block"]["max_abs_diff_from_closed_form"] for f in r["relative"]["lstsq"]))
+    row("least squares M(k), full DxD: max diff from closed form",
+        lambda r: max(f["full"]["max_abs_diff_from_closed_form"] for f in r["relative"]["lstsq"]))
+    row("table rank (of D) / condition number", lambda r: f"{r['relative']['lstsq'][0]['full']['table_rank']} / "
+        f"{_fmt(r['relative']['lstsq'][0]['full']['condition_number'])}")
+    row("3.2 wavelength min..max", lambda r: f"{_fmt(r['values']['wavelength_min'])} .. {_fmt(r['values']['wavelength_max'])}")
+    row("3.3 norm mean (sqrt(d/2) expected)", lambda r: f"{_fmt(r['scale']['norm_mean'])} ({_fmt(r['scale']['norm_expected'])})")
+    row("3.3 norm std", lambda r: r["scale"]["norm_std"])
+    row("3.3 value range", lambda r: f"{_fmt(r['scale']['value_min'])} .. {_fmt(r['scale']['value_max'])}")
+    row("3.3 PE norm / token norm (transformer init x sqrt(d))",
+        lambda r: r["scale"]["init_tokens"]["transformer"]["pe_to_token_norm_ratio"])
+    row("3.3 PE norm / token norm (fconv init, unscaled)",
+        lambda r: r["scale"]["init_tokens"]["fconv"]["pe_to_token_norm_ratio"])
+    _property_rows(row)
+    lines += ["", _DEFINITIONS, "", _figure_list(report.get("figures", []))]
+    return "\n".join(lines) + "\n"
+
+
+def _property_rows(row):
+    row("translation invariance", lambda r: r["properties"]["translation_invariance"])
+    row("monotonicity (all offsets)", lambda r: r["properties"]["monotonicity"])
+    row("monotonicity (offsets <= 16)", lambda r: r["properties"]["monotonicity_local16"])
+    row("symmetry (forward vs backward)", lambda r: r["properties"]["symmetry"])
+    row("probe: absolute position MAE (chance)", lambda r: f"{_fmt(r['probes']['absolute_position']['mae'])} "
+        f"({_fmt(r['probes']['absolute_position']['chance_mae'])})")
+    row("probe: relative order error, held-out positions (chance 0.5)", lambda r: r["probes"]["relative_order"]["error"])
+    row("probe: relative order error, random pair split (misleading)",
+        lambda r: r["probes"]["relative_order"]["random_pair_split_error"])
+
+
+_DEFINITIONS = """Definitions. M(k): one 2x2 rotation by k*w per sin/cos pair. Factorisation: PE(p+k) - PE(p) =
+(M(k) - I) PE(p), a k-only matrix times a p-only vector; the rank-2 column is sigma3/sigma1 of each
+pair's (offset x position) difference matrix. Least squares: M(k) fitted from the table alone, as
+one 2x2 block per pair and as a free DxD matrix (unique only if the table has full rank D).
+Proximity phi(x, y) = <PE_x, PE_y> (Wang et al., ICLR 2021): translation invariance = share of the
+variance of phi over x != y explained by the offset; monotonicity = mean over anchors of
+-Spearman(offset, phi), forward and backward; symmetry = correlation of phi(x, x+m) with
+phi(x, x-m). Probes (Wang & Chen, EMNLP 2020): 5-fold over held-out positions; ridge regression to
+p (MAE in positions; chance = predicting the training mean) and logistic regression on
+[PE(i); PE(j)] for i < j."""
+
+
+def _figure_list(figures) -> str:
+    return "\n".join(f"![{os.path.splitext(f)[0]}]({f})" for f in figures)
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoint
+
+
+def checkpoint_figures(report: dict, extras: dict, out_dir: str) -> list:
+    figs = []
+    for side, ex in extras.items():
+        kind = report["tables"][side]["kind"]
+        t = ex["table"].numpy()
+        figs.append(plots.heatmap(t, os.path.join(out_dir, f"{side}_heatmap.png"), f"{side} positions ({kind})"))
+        figs.append(plots.dimension_lines(t, plot_dimensions(t.shape[1]), os.path.join(out_dir, f"{side}_dimensions.png"),
+                                          f"{side} ({kind}): chosen dimensions"))
+        figs.append(plots.cosine_heatmap(t, os.path.join(out_dir, f"{side}_cosine.png"),
+                                         f"{side} ({kind}): cosine similarity of positions"))
+    if extras:
+        n = max(e["table"].shape[0] for e in extras.values())
+        figs.append(plots.wavelengths({s: e["periods"].numpy() for s, e in extras.items()},
+                                      os.path.join(out_dir, "periods.png"), "dominant period of each dimension (DFT)",
+                                      ylabel="period (positions)", hline=float(n)))
+        figs.append(plots.scale({s: (e["norms"].numpy(), e["dim_min"].numpy(), e["dim_max"].numpy())
+                                 for s, e in extras.items()}, os.path.join(out_dir, "scale.png"), "position vector norms"))
+        figs.append(plots.proximity({s: e["gram"] for s, e in extras.items()}, os.path.join(out_dir, "proximity.png"),
+                                    "dot-product proximity"))
+    return [os.path.basename(f) for f in figs]
+
+
+def checkpoint_markdown(report: dict) -> str:
+    T = report["tables"]
+    names = list(T)
+    lines = [f"# Position tables of `{os.path.basename(report['checkpoint'])}`", "",
+             f"Architecture `{report['arch'] or 'unknown'}` (family {report['family']}). {report['positions']}.", "",
+             "| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+
+    def row(label, get):
+        vals = []
+        for x in names:
+            try:
+                vals.append(_fmt(get(T[x])))
+            except (KeyError, TypeError):
+                vals.append("n/a")
+        lines.append(f"| {label} | " + " | ".join(vals) + " |")
+
+    row("kind", lambda r: r["kind"])
+    row("source", lambda r: r["source"])
+    row("positions analysed", lambda r: r["positions"])
+    row("dimension", lambda r: r["dim"])
+    row("norm mean / std", lambda r: f"{_fmt(r['scale']['norm_mean'])} / {_fmt(r['scale']['norm_std'])}")
+    row("value range", lambda r: f"{_fmt(r['scale']['value_min'])} .. {_fmt(r['scale']['value_max'])}")
+    row("trained token norm (as added)", lambda r: r["scale"]["trained_tokens"]["token_norm_mean"])
+    row("PE norm / trained token norm", lambda r: r["scale"]["trained_tokens"]["pe_to_token_norm_ratio"])
+    row("dominant period median", lambda r: r["dominant_period"]["median"])
+    _property_rows(row)
+    if "comparison" in report:
+        c = report["comparison"]
+        lines += ["", f"Encoder vs decoder over {c['positions_compared']} positions: mean cosine of the two rows of a "
+                  f"position {_fmt(c['rowwise_cosine_mean'])}; correlation of their cosine-similarity matrices "
+                  f"{_fmt(c['cosine_structure_correlation'])}."]
+    notes = [f"- {s}: {n}" for s, r in T.items() for n in r.get("notes", [])]
+    if notes:
+        lines += ["", "Notes:"] + notes
+    lines += ["", "Rows of a learned table beyond the longest training sentence never receive a gradient and keep "
+              "their random initialisation; use `--max-len` to analyse only the positions training reached.",
+              "", _DEFINITIONS, "", _figure_list(report.get("figures", []))]
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(text: str, out_dir: str) -> str:
+    path = os.path.join(out_dir, "report.md")
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
+__all__ = ["checkpoint_figures", "checkpoint_markdown", "sinusoid_figures", "sinusoid_markdown", "write_json",
+           "write_markdown"]

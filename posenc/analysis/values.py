@@ -1,0 +1,47 @@
+"""Exercise 3.2: the values of a table, the wavelength of each sinusoid dimension, and the
+dominant period of each dimension of any table (for learned ones)."""
+
+import math
+
+import torch
+
+from posenc.analysis.relative import pair_columns
+from posenc.encodings.sinusoidal import sinusoid_frequencies
+
+
+def sinusoid_wavelengths(dim: int, variant: str = "paper") -> torch.Tensor:
+    """Wavelength 2*pi / w of every dimension ``(D,)`` (float64); both dims of a pair share it."""
+    freqs = sinusoid_frequencies(dim, variant, dtype=torch.float64)
+    out = torch.full((dim,), float("nan"), dtype=torch.float64)
+    si, ci = pair_columns(dim, variant)
+    out[si] = 2 * math.pi / freqs
+    out[ci] = 2 * math.pi / freqs
+    return out
+
+
+def dominant_periods(table: torch.Tensor) -> torch.Tensor:
+    """Period (in positions) of the strongest non-constant Fourier component of each column,
+    ``(D,)`` float64. The resolution is that of an N-point DFT: periods N/1, N/2, ... only, so a
+    column whose wavelength exceeds N reports N."""
+    x = table.to(torch.float64)
+    x = x - x.mean(dim=0, keepdim=True)
+    spectrum = torch.fft.rfft(x, dim=0).abs()[1:]  # drop the constant bin
+    if spectrum.size(0) == 0:
+        return torch.full((table.size(1),), float("nan"), dtype=torch.float64)
+    bins = spectrum.argmax(dim=0) + 1
+    return table.size(0) / bins.to(torch.float64)
+
+
+def plot_dimensions(dim: int, variant=None) -> list:
+    """A handful of dimensions to draw as lines: for a sinusoid, the sin column of pairs from the
+    fastest to the slowest (plus the cos of the fastest); otherwise evenly spread columns."""
+    if variant is None:
+        picks = sorted({0, 1, 2, dim // 8, dim // 4, dim // 2, dim - 1})
+        return [d for d in picks if 0 <= d < dim]
+    si, ci = pair_columns(dim, variant)
+    half = dim // 2
+    pairs = sorted({0, 1, half // 8, half // 4, half // 2, half - 1})
+    return [int(ci[0])] + [int(si[i]) for i in pairs]
+
+
+__all__ = ["dominant_periods", "plot_dimensions", "sinusoid_wavelengths"]

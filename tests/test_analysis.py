@@ -1,0 +1,224 @@
+"""posenc.analysis against closed-form math: exercises 3.1-3.3, proximity properties, probes."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from posenc.analysis.properties import gram, proximity_properties
+from posenc.analysis.probes import absolute_position_probe, position_folds, relative_order_probe
+from posenc.analysis.relative import (
+    apply_shift,
+    factorisation_check,
+    fit_shift_lstsq,
+    pair_columns,
+    relative_linear_errors,
+    shift_matrix,
+)
+from posenc.analysis.scale import expected_gaussian_norm, init_token_comparison, norm_stats
+from posenc.analysis.values import dominant_periods, sinusoid_wavelengths
+from posenc.encodings.sinusoidal import sinusoid_frequencies, sinusoid_table
+
+VARIANTS = ("paper", "fairseq")
+
+
+def random_table(n, d, seed=0):
+    return torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+# --- exercise 3.1 ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_pair_columns_pick_sin_and_cos_of_each_frequency(variant):
+    d, n = 12, 30
+    t = sinusoid_table(n, d, variant, dtype=torch.float64)
+    si, ci = pair_columns(d, variant)
+    angles = torch.arange(n, dtype=torch.float64)[:, None] * sinusoid_frequencies(d, variant, torch.float64)
+    assert torch.allclose(t[:, si], torch.sin(angles), atol=1e-15)
+    assert torch.allclose(t[:, ci], torch.cos(angles), atol=1e-15)
+    assert sorted(torch.cat([si, ci]).tolist()) == list(range(d))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_shift_matrix_is_a_block_rotation_group(variant):
+    d = 10
+    m3, m4, m7 = (shift_matrix(k, d, variant) for k in (3, 4, 7))
+    assert torch.allclose(m3.T @ m3, torch.eye(d, dtype=torch.float64), atol=1e-14)
+    assert torch.allclose(m3 @ m4, m7, atol=1e-14)
+    assert torch.equal(shift_matrix(0, d, variant), torch.eye(d, dtype=torch.float64))
+    # each row has exactly two non-zeros: its own pair (block diagonal, one 2x2 block per pair)
+    assert (m3.abs() > 0).sum(1).tolist() == [2] * d
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_apply_shift_equals_dense_matrix(variant):
+    t = random_table(20, 16)
+    for k in (0, 1, 5, 19):
+        assert torch.allclose(apply_shift(t, k, variant), t @ shift_matrix(k, 16, variant).T, atol=1e-13)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_exercise_3_1_relative_linear_error_float64_and_float32(variant):
+    n, d = 1024, 16
+    r64 = relative_linear_errors(sinusoid_table(n, d, variant, dtype=torch.float64), variant)
+    r32 = relative_linear_errors(sinusoid_table(n, d, variant, dtype=torch.float32), variant)
+    assert r64["pairs_checked"] == n * (n + 1) // 2  # every p, k with p + k < n
+    assert r64["max_error"] < 1e-10
+    assert r32["max_error"] < 1e-4
+    # not vacuous: the float32 error is real rounding, and a table without the structure fails
+    assert r32["max_error"] > 1e-7
+    assert relative_linear_errors(random_table(64, d), variant)["max_error"] > 0.5
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_least_squares_shift_matches_closed_form(variant):
+    # d=8 over 2000 positions: the table has full rank, so the free DxD fit is unique
+    t = sinusoid_table(2000, 8, variant, dtype=torch.float64)
+    for k in (1, 3, 50):
+        fit = fit_shift_lstsq(t, k, variant)
+        assert fit["full"]["identifiable"]
+        assert fit["full"]["max_abs_diff_from_closed_form"] < 1e-10
+        assert torch.allclose(fit["fitted_full"], shift_matrix(k, 8, variant), atol=1e-10)
+        assert fit["block"]["max_abs_diff_from_closed_form"] < 1e-10
+    # d=64 over 128 positions: the slow columns are nearly dependent, the free fit is not unique
+    # and is reported as such; the block fit still recovers M(k)
+    short = fit_shift_lstsq(sinusoid_table(128, 64, variant, dtype=torch.float64), 2, variant)
+    assert not short["full"]["identifiable"] and short["full"]["table_rank"] < 64
+    assert short["full"]["residual_max"] < 1e-9
+    assert short["block"]["max_abs_diff_from_closed_form"] < 1e-10
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_difference_factors_into_k_part_and_p_part(variant):
+    d, n = 32, 200
+    t = sinusoid_table(n, d, variant, dtype=torch.float64)
+    fact = factorisation_check(t, variant, max_k=16)
+    assert fact["max_error"] < 1e-10
+    assert fact["rank2_residual"] < 1e-10
+    # explicitly: PE(p+k) - PE(p) = A(k) B(p) with A(k) = M(k) - I and B(p) = PE(p)
+    k, p = 7, 55
+    a_k = shift_matrix(k, d, variant) - torch.eye(d, dtype=torch.float64)
+    assert torch.allclose(t[p + k] - t[p], a_k @ t[p], atol=1e-13)
+    rand = factorisation_check(random_table(n, d), variant, max_k=16)
+    assert rand["max_error"] > 0.5 and rand["rank2_residual"] > 0.05
+
+
+# --- exercise 3.2 ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_wavelengths_are_two_pi_over_frequency(variant):
+    d, n = 16, 500
+    wl = sinusoid_wavelengths(d, variant)
+    freqs = sinusoid_frequencies(d, variant, torch.float64)
+    si, ci = pair_columns(d, variant)
+    assert torch.allclose(wl[si], 2 * math.pi / freqs, rtol=1e-15)
+    assert torch.equal(wl[si], wl[ci])
+    # and each column of the table really is sin(2 pi p / wavelength)
+    t = sinusoid_table(n, d, variant, dtype=torch.float64)
+    p = torch.arange(n, dtype=torch.float64)
+    for j in si.tolist():
+        assert torch.allclose(t[:, j], torch.sin(2 * math.pi * p / wl[j]), atol=1e-10)
+    assert math.isclose(float(wl.min()), 2 * math.pi)
+    top = 10000.0 if variant == "fairseq" else 10000.0 ** ((d - 2) / d)
+    assert math.isclose(float(wl.max()), 2 * math.pi * top, rel_tol=1e-12)
+
+
+def test_dominant_period_recovers_integer_periods():
+    n = 240
+    p = torch.arange(n, dtype=torch.float64)
+    periods = [4.0, 10.0, 48.0, 240.0]
+    t = torch.stack([torch.sin(2 * math.pi * p / T + 0.3) for T in periods], 1)
+    assert dominant_periods(t).tolist() == periods
+
+
+# --- exercise 3.3 ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("d", [4, 64, 512])
+def test_norm_is_sqrt_half_d_at_every_position(variant, d):
+    t = sinusoid_table(1024, d, variant, dtype=torch.float64)
+    norms = t.norm(dim=1)
+    assert (norms - math.sqrt(d / 2)).abs().max() < 1e-12
+    stats = norm_stats(t)
+    assert abs(stats["norm_mean"] - math.sqrt(d / 2)) < 1e-12 and stats["norm_std"] < 1e-12
+    t32 = sinusoid_table(1024, d, variant, dtype=torch.float32)
+    assert (t32.double().norm(dim=1) - math.sqrt(d / 2)).abs().max() < 1e-4
+
+
+def test_token_norm_ratio_matches_fairseq_init():
+    d = 512
+    # E||N(0, I_d)|| -> sqrt(d - 1/2) (to O(d^-3/2)); with std d^-1/2 and scale sqrt(d) that is the token norm
+    assert abs(expected_gaussian_norm(d, 1.0) - math.sqrt(d - 0.5)) < 1e-3
+    cmp = init_token_comparison(math.sqrt(d / 2), d, samples=4000)
+    tr = cmp["transformer"]
+    assert abs(tr["token_norm_sampled"] - tr["token_norm_expected"]) < 0.05
+    assert abs(tr["pe_to_token_norm_ratio"] - 1 / math.sqrt(2)) < 1e-3
+    assert abs(cmp["fconv"]["token_norm_expected"] - 0.1 * math.sqrt(d - 0.5)) < 1e-3
+
+
+# --- properties (Wang et al. 2021) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_sinusoid_proximity_is_exactly_translation_invariant_and_symmetric(variant):
+    n, d = 200, 64
+    t = sinusoid_table(n, d, variant, dtype=torch.float64)
+    g = gram(t)
+    # phi(x, x+m) = sum_i cos(m w_i) for every x
+    w = sinusoid_frequencies(d, variant, torch.float64).numpy()
+    for m in (1, 5, 77):
+        assert np.allclose(np.diagonal(g, m), np.cos(m * w).sum(), atol=1e-11)
+    props = proximity_properties(t)
+    assert abs(props["translation_invariance"] - 1) < 1e-12
+    assert abs(props["symmetry"] - 1) < 1e-12
+    assert props["symmetry_pairwise_max_error"] < 1e-12
+    assert props["monotonicity_local16"] > 0.95 and props["monotonicity"] > 0.5
+
+
+def test_random_table_violates_the_properties():
+    props = proximity_properties(random_table(200, 64))
+    assert props["translation_invariance"] < 0.1
+    assert abs(props["symmetry"]) < 0.15
+    assert abs(props["monotonicity"]) < 0.1
+
+
+def test_translation_invariance_detects_a_partial_violation():
+    t = sinusoid_table(100, 32, "paper", dtype=torch.float64)
+    t[50:] *= 1.5  # scaling half the table breaks phi(x, x+m) = f(m)
+    ti = proximity_properties(t)["translation_invariance"]
+    assert 0.2 < ti < 0.99
+
+
+# --- probes (Wang & Chen 2020) --------------------------------------------------------------------
+
+
+def test_folds_partition_positions():
+    folds = position_folds(103, 5, seed=3)
+    assert sorted(torch.cat(folds).tolist()) == list(range(103))
+    assert [len(f) for f in folds] == [21, 21, 21, 20, 20]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_probes_near_zero_error_for_sinusoid(variant):
+    t = sinusoid_table(128, 64, variant, dtype=torch.float64)
+    ab = absolute_position_probe(t)
+    assert ab["mae"] < 0.5 and ab["chance_mae"] > 30
+    assert relative_order_probe(t)["error"] < 0.05
+
+
+def test_probes_near_chance_for_random_table():
+    t = random_table(128, 64, seed=1)
+    ab = absolute_position_probe(t)
+    assert ab["mae_over_chance"] > 0.8
+    assert relative_order_probe(t)["error"] > 0.4
+
+
+def test_random_pair_split_is_misleading_when_d_exceeds_n():
+    # d >= N: a random table separates random pairs of *seen* positions, not held-out ones
+    ro = relative_order_probe(random_table(64, 128, seed=2))
+    assert ro["random_pair_split_error"] < 0.1
+    assert ro["error"] > 0.3
