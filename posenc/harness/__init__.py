@@ -1,0 +1,1 @@
+"""The experiment harness: one Hydra job = one cell (train, generate, score, record)."""

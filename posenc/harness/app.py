@@ -1,0 +1,50 @@
+"""``posenc-run``: the Hydra application. One job is one cell; ``-m`` runs a sweep of cells."""
+
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+
+from posenc.corpora import CorpusError
+from posenc.harness.cell import run_cell
+from posenc.harness.progress import CellProgress
+from posenc.harness.spec import ConfigError, grid_skip_reason
+from posenc.report.plan import planned_cells
+
+
+def cell_label(cfg, hydra_cfg) -> str:
+    where = f"placement={cfg.placement} pe={cfg.pe} seed={cfg.seed} model={cfg.model.name}"
+    if hydra_cfg.mode != RunMode.MULTIRUN:
+        return where
+    plan = planned_cells(Path(hydra_cfg.sweep.dir)) or []
+    return f"cell {hydra_cfg.job.num + 1}/{len(plan) or '?'} {where}"
+
+
+# conf/ sits at the repo root (an editable install); an absolute path works from any directory.
+CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def main(cfg) -> None:
+    hydra_cfg = HydraConfig.get()
+    progress = CellProgress(cell_label(cfg, hydra_cfg), int(cfg.budget.max_epoch), float(cfg.budget.max_time_min),
+                            enabled=bool(cfg.progress))
+    if cfg.skip_impossible:
+        reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
+        if reason:
+            progress.say(f"skipped by design: {reason}")
+            return
+    try:
+        record = run_cell(cfg, Path(hydra_cfg.runtime.output_dir), progress)
+    except (ConfigError, CorpusError) as err:
+        # Refused before any training; one line, no traceback, and a sweep stops here too.
+        print(f"posenc-run: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    if record["status"] != "ok" and hydra_cfg.mode != RunMode.MULTIRUN:
+        sys.exit(1)  # a sweep goes on to the next cell; the table shows this one as failed
+
+
+if __name__ == "__main__":
+    main()

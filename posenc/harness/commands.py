@@ -1,0 +1,83 @@
+"""The fairseq command lines of a cell, as argument lists (never shell strings)."""
+
+import shlex
+import sys
+from pathlib import Path
+
+PLUGIN_DIR = Path(__file__).resolve().parents[1] / "fairseq_plugin"
+
+
+def fairseq_tool(name: str) -> str:
+    """The console script installed beside this interpreter (the venv's), else the one on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else name
+
+
+def flags(options: dict) -> list:
+    """``{"clip_norm": 0.1, "fp16": True}`` -> ``["--clip-norm", "0.1", "--fp16"]``."""
+    out = []
+    for key, value in options.items():
+        flag = "--" + str(key).replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif value is False or value is None:
+            continue
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
+    budget = cfg.budget
+    return [
+        fairseq_tool("fairseq-train"), str(bin_dir),
+        "--user-dir", str(PLUGIN_DIR),
+        "--task", "translation",
+        "--arch", spec.arch,
+        "--encoder-pos", spec.encoder_pos, "--decoder-pos", spec.decoder_pos,
+        *flags(dict(cfg.model.args)),
+        *flags(optim),
+        "--max-tokens", str(budget.max_tokens),
+        "--max-epoch", str(budget.max_epoch),
+        "--max-update", str(budget.max_update),
+        "--stop-time-hours", repr(float(budget.max_time_min) / 60.0),
+        "--seed", str(cfg.seed),
+        "--save-dir", str(save_dir),
+        "--no-epoch-checkpoints",
+        # fairseq #5036: with the default multiple of 8 the last valid batch can be dropped.
+        "--required-batch-size-multiple", "1",
+        "--log-format", "json", "--log-interval", "50",
+        "--num-workers", "0",
+        *(["--cpu"] if _no_gpu() else []),
+        *(["--wandb-project", cfg.logger.project] if cfg.logger.name == "wandb" else []),
+    ]
+
+
+def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cfg) -> list:
+    gen = cfg.generation
+    return [
+        fairseq_tool("fairseq-generate"), str(bin_dir),
+        "--user-dir", str(PLUGIN_DIR),
+        "--task", "translation",
+        "--path", str(checkpoint),
+        "--gen-subset", subset,
+        "--beam", str(gen.beam),
+        "--batch-size", str(gen.batch_size),
+        "--required-batch-size-multiple", "1",  # fairseq #5036, as above
+        "--max-len-a", str(gen.max_len_a), "--max-len-b", str(gen.max_len_b),
+        *(["--post-process", remove_bpe] if remove_bpe else []),
+        "--num-workers", "0",
+        "--seed", str(cfg.seed),
+        *(["--cpu"] if _no_gpu() else []),
+    ]
+
+
+def as_shell(argv: list, env: dict = None) -> str:
+    """One copy-pasteable line, for the job's ``commands.sh``."""
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    return (prefix + " " if prefix else "") + shlex.join(argv)
+
+
+def _no_gpu() -> bool:
+    import torch
+    return not torch.cuda.is_available()

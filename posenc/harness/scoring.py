@@ -1,0 +1,16 @@
+"""BLEU as the two communities report it: sacreBLEU on detokenized text (with its signature) and
+tokenized BLEU (what Gehring et al. report), both through sacreBLEU's metric objects."""
+
+from sacrebleu.metrics import BLEU
+
+
+def detokenized_bleu(hypotheses, references, lowercase=False):
+    """sacreBLEU 13a on raw text: ``(score, signature)``."""
+    metric = BLEU(lowercase=lowercase)
+    return metric.corpus_score(hypotheses, [references]).score, str(metric.get_signature())
+
+
+def tokenized_bleu(hypotheses, references, lowercase=False) -> float:
+    """BLEU over already-tokenized text, split on whitespace only (``multi-bleu.perl`` style)."""
+    metric = BLEU(tokenize="none", lowercase=lowercase, force=True)
+    return metric.corpus_score(hypotheses, [references]).score

@@ -1,0 +1,1 @@
+"""Collecting a sweep's cells into tables beside the paper's numbers."""
