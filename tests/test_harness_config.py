@@ -1,0 +1,163 @@
+"""The Hydra config tree: every group composes, bad values are refused with the allowed ones."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from posenc.harness.commands import flags, train_command
+from posenc.harness.spec import ConfigError, cell_spec, grid_skip_reason
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+
+@pytest.fixture(autouse=True)
+def without_fairseq_config_store():
+    """fairseq stores its own ``config`` schema and groups (``model``, ``task``...) in Hydra's
+    global ConfigStore when imported, and other tests in this process import it. posenc-run never
+    imports fairseq (see test_posenc_run_does_not_import_fairseq); hide those nodes while composing."""
+    from hydra.core.config_store import ConfigStore
+    repo = ConfigStore.instance().repo
+    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
+    yield
+    repo.update(hidden)
+
+
+def test_posenc_run_does_not_import_fairseq():
+    code = "import sys, posenc.harness.app; assert 'fairseq' not in sys.modules; print('ok')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def options(group):
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def compose_cfg(*overrides):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+
+
+def test_contract_options_exist():
+    assert {"fconv_small", "fconv_iwslt_de_en", "fconv_wmt_en_de", "fconv_table4", "transformer_small",
+            "transformer_iwslt_de_en", "transformer_base"} <= set(options("model"))
+    assert {"synthetic", "multi30k_de_en", "iwslt14_de_en", "wmt14_en_de", "wmt16_en_ro", "custom"} <= set(options("data"))
+    assert {"smoke", "cpu", "paper"} <= set(options("budget"))
+    assert {"table4", "table4_transformer", "pe_grid"} <= set(options("experiment"))
+    assert {"none", "wandb"} <= set(options("logger"))
+
+
+def test_defaults():
+    cfg = compose_cfg()
+    assert (cfg.model.name, cfg.data.name, cfg.budget.name, cfg.logger.name) == ("fconv_small", "synthetic", "cpu", "none")
+    assert (cfg.placement, cfg.pe, cfg.seed) == ("both", "learned", 1)
+    raw = OmegaConf.load(CONF / "config.yaml")
+    assert OmegaConf.to_container(raw)["hydra"]["sweep"]["subdir"] == "${hydra.job.override_dirname}"
+
+
+@pytest.mark.parametrize("model", options("model"))
+def test_every_model_composes_and_names_a_registered_architecture(model):
+    cfg = compose_cfg(f"model={model}")
+    import posenc.fairseq_plugin  # noqa: F401
+    from fairseq.models import ARCH_MODEL_REGISTRY
+    assert cfg.model.name == model
+    assert cfg.model.arch in ARCH_MODEL_REGISTRY
+    family = "fconv" if ARCH_MODEL_REGISTRY[cfg.model.arch].__name__ == "PosencFConvModel" else "transformer"
+    assert cfg.model.family == family
+
+
+@pytest.mark.parametrize("data", options("data"))
+def test_every_data_config_composes(data):
+    cfg = compose_cfg(f"data={data}")
+    assert cfg.data.name == data
+
+
+@pytest.mark.parametrize("budget", options("budget"))
+def test_every_budget_has_the_caps_and_both_families(budget):
+    cfg = compose_cfg(f"budget={budget}")
+    for key in ("max_epoch", "max_update", "max_time_min"):
+        assert cfg.budget[key] >= 0
+    assert set(cfg.budget.optim) == {"fconv", "transformer"}
+
+
+def test_paper_budget_is_the_convs2s_schedule():
+    optim = compose_cfg("budget=paper").budget.optim.fconv
+    assert (optim.optimizer, optim.lr, optim.momentum, optim.clip_norm, optim.lr_shrink, optim.stop_min_lr, optim.dropout) == \
+        ("nag", 0.25, 0.99, 0.1, 0.1, 0.0001, 0.2)
+
+
+@pytest.mark.parametrize("experiment", options("experiment"))
+def test_every_experiment_composes(experiment):
+    cfg = compose_cfg(f"experiment={experiment}")
+    assert cfg.experiment_name == experiment
+    assert cfg.hydra.sweeper.params
+
+
+def test_table4_preset():
+    cfg = compose_cfg("experiment=table4")
+    assert (cfg.model.name, cfg.data.name, cfg.pe) == ("fconv_small", "synthetic", "learned")
+    assert cfg.hydra.sweeper.params == {"placement": "both,source,target,none", "seed": "1,2,3"}
+    assert cfg.hydra.sweep.dir == "results/table4"
+    assert compose_cfg("experiment=table4", "model=fconv_table4").model.name == "fconv_table4"
+    assert compose_cfg("experiment=table4_transformer").pe == "sinusoidal"
+
+
+@pytest.mark.parametrize("placement,expected", [("both", ("learned", "learned")), ("source", ("learned", "none")),
+                                                ("target", ("none", "learned")), ("none", ("none", "none"))])
+def test_placement_maps_to_the_side_flags(placement, expected):
+    cfg = compose_cfg(f"placement={placement}")
+    spec = cell_spec(cfg)
+    assert (spec.encoder_pos, spec.decoder_pos) == expected
+    argv = train_command("bin", "ckpt", spec, cfg, {"optimizer": "adam"})
+    i = argv.index("--encoder-pos")
+    assert argv[i:i + 4] == ["--encoder-pos", expected[0], "--decoder-pos", expected[1]]
+    assert argv[argv.index("--seed") + 1] == "1"
+    assert argv[argv.index("--required-batch-size-multiple") + 1] == "1"
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["placement=sideways"], "placement='sideways' is not allowed; allowed: both, source, target, none"),
+    (["pe=alibi"], "pe='alibi' is not allowed; allowed: learned, sinusoidal, rope"),
+    (["pe=rope"], "pe='rope' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
+])
+def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
+    with pytest.raises(ConfigError) as err:
+        cell_spec(compose_cfg(*overrides))
+    assert str(err.value) == message
+
+
+def test_rope_with_placement_none_needs_no_kind():
+    assert cell_spec(compose_cfg("pe=rope", "placement=none")).encoder_pos == "none"
+
+
+def test_grid_skips():
+    assert grid_skip_reason("fconv", "rope", "both")
+    assert grid_skip_reason("transformer", "sinusoidal", "none")
+    assert grid_skip_reason("transformer", "rope", "source") is None
+    assert grid_skip_reason("fconv", "learned", "none") is None
+
+
+def test_flags_translation():
+    assert flags({"clip_norm": 0.1, "fp16": True, "x": False, "adam_betas": "(0.9, 0.98)"}) == \
+        ["--clip-norm", "0.1", "--fp16", "--adam-betas", "(0.9, 0.98)"]
+
+
+def run_cli(*args, cwd):
+    return subprocess.run([str(Path(sys.executable).parent / "posenc-run"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["placement=sideways"], "allowed: both, source, target, none"),
+    (["model=nosuchmodel"], "fconv_small"),
+])
+def test_cli_refuses_bad_values_without_a_traceback(tmp_path, args, expected):
+    proc = run_cli(*args, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert expected in proc.stderr
+    assert not (tmp_path / "run" / "result.json").exists()
