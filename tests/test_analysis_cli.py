@@ -25,7 +25,7 @@ def run_cli(argv, capsys):
 @pytest.fixture(scope="module")
 def sinusoid_out(tmp_path_factory):
     out = tmp_path_factory.mktemp("pe") / "out"  # does not exist yet: the CLI creates it
-    assert main(["sinusoidal", "--dim", "16", "--max-len", "40", "--out", str(out)]) == 0
+    assert main(["sinusoidal", "--dim", "16", "--max-len", "40", "--out", str(out), "--folds", "2"]) == 0
     return out
 
 
