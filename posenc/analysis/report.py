@@ -119,7 +119,7 @@ def sinusoid_markdown(report: dict) -> str:
     row("3.3 PE norm / token norm (fconv init, unscaled)",
         lambda r: r["scale"]["init_tokens"]["fconv"]["pe_to_token_norm_ratio"])
     _property_rows(row)
-    lines += ["", _DEFINITIONS, "", _figure_list(report.get("figures", []))]
+    lines += ["", _SINUSOID_DEFINITIONS, "", _DEFINITIONS, "", _figure_list(report.get("figures", []))]
     return "\n".join(lines) + "\n"
 
 
@@ -135,14 +135,15 @@ def _property_rows(row):
         lambda r: r["probes"]["relative_order"]["random_pair_split_error"])
 
 
-_DEFINITIONS = """Definitions. M(k): one 2x2 rotation by k*w per sin/cos pair. Factorisation: PE(p+k) - PE(p) =
+_SINUSOID_DEFINITIONS = """Definitions. M(k): one 2x2 rotation by k*w per sin/cos pair. Factorisation: PE(p+k) - PE(p) =
 (M(k) - I) PE(p), a k-only matrix times a p-only vector; the rank-2 column is sigma3/sigma1 of each
 pair's (offset x position) difference matrix. Least squares: M(k) fitted from the table alone, as
-one 2x2 block per pair and as a free DxD matrix (unique only if the table has full rank D).
-Proximity phi(x, y) = <PE_x, PE_y> (Wang et al., ICLR 2021): translation invariance = share of the
+one 2x2 block per pair and as a free DxD matrix (unique only if the table has full rank D)."""
+
+_DEFINITIONS = """Proximity phi(x, y) = <PE_x, PE_y> (Wang et al., ICLR 2021): translation invariance = share of the
 variance of phi over x != y explained by the offset; monotonicity = mean over anchors of
 -Spearman(offset, phi), forward and backward; symmetry = correlation of phi(x, x+m) with
-phi(x, x-m). Probes (Wang & Chen, EMNLP 2020): 5-fold over held-out positions; ridge regression to
+phi(x, x-m). Probes (Wang & Chen, EMNLP 2020): k-fold (default 5) over held-out positions; ridge regression to
 p (MAE in positions; chance = predicting the training mean) and logistic regression on
 [PE(i); PE(j)] for i < j."""
 
