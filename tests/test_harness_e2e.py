@@ -1,0 +1,131 @@
+"""posenc-run end to end on a small generated corpus: a smoke sweep, resuming, failures, tables."""
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
+              "data.generator.test_long=20"]
+CONTRACT_FIELDS = ["experiment", "model", "data", "pe", "placement", "encoder_pos", "decoder_pos", "seed", "status",
+                   "error", "bleu", "bleu_signature", "tok_bleu", "valid_ppl", "test_sentences", "num_updates",
+                   "train_wall_s", "hypotheses", "job_dir"]
+
+pytestmark = pytest.mark.slow
+
+
+def posenc_run(*args, cwd, cache):
+    env = {"POSENC_CACHE": str(cache), "PATH": str(BIN) + ":/usr/bin:/bin"}
+    return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("harness")
+    return root, root / "cache"
+
+
+@pytest.fixture(scope="module")
+def smoke_sweep(workspace):
+    root, cache = workspace
+    sweep = root / "sweep"
+    proc = posenc_run("-m", "experiment=table4", "budget=smoke", "seed=1", *SMALL_DATA, f"hydra.sweep.dir={sweep}",
+                      cwd=root, cache=cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return sweep, proc
+
+
+def test_smoke_sweep_writes_every_cell_and_the_tables(smoke_sweep):
+    sweep, proc = smoke_sweep
+    cells = sorted(p.parent.name for p in sweep.glob("*/result.json"))
+    # Named from the cell's own overrides (Hydra sorts them), not from a job number.
+    assert cells == sorted(",".join(sorted(["budget=smoke", *SMALL_DATA, f"placement={p}", "seed=1"]))
+                           for p in ("both", "source", "target", "none"))
+    with open(sweep / "results.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 4
+    assert list(rows[0])[: len(CONTRACT_FIELDS)] == CONTRACT_FIELDS
+    assert {r["placement"] for r in rows} == {"both", "source", "target", "none"}
+    assert {(r["placement"], r["encoder_pos"], r["decoder_pos"]) for r in rows} == {
+        ("both", "learned", "learned"), ("source", "learned", "none"), ("target", "none", "learned"), ("none", "none", "none")}
+    table = (sweep / "table.md").read_text()
+    assert "| fconv_small | learned | synthetic | both (encoder and decoder) | 6.64 | 21.7 |" in table
+    assert "cell 4/4" in proc.stderr and "epoch 1" in proc.stderr  # progress lines
+
+
+def test_every_cell_translated_every_test_sentence(smoke_sweep):
+    sweep, _ = smoke_sweep
+    for result in sweep.glob("*/result.json"):
+        record = json.loads(result.read_text())
+        assert record["status"] == "ok", record["error"]
+        assert record["test_sentences"] == 37
+        assert len((result.parent / record["hypotheses"]).read_text().splitlines()) == 37
+        assert record["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+        assert (result.parent / "commands.sh").read_text().count("fairseq-") >= 2
+        assert json.loads((result.parent / "provenance.json").read_text())["packages"]["fairseq-fixed"] == "0.12.3.1"
+
+
+def test_rerun_resumes_without_retraining(smoke_sweep, workspace):
+    sweep, _ = smoke_sweep
+    root, cache = workspace
+    killed = next(sweep.glob("*placement=source*"))
+    (killed / "result.json").unlink()  # as if the sweep had been killed during this cell
+    kept = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
+    proc = posenc_run("-m", "experiment=table4", "budget=smoke", "seed=1", *SMALL_DATA, f"hydra.sweep.dir={sweep}",
+                      cwd=root, cache=cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
+    assert json.loads((killed / "result.json").read_text())["status"] == "ok"
+    assert proc.stderr.count("finished earlier") == 3
+
+
+def test_posenc_table_lists_missing_and_failed_cells(smoke_sweep, tmp_path):
+    sweep, _ = smoke_sweep
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep, copy)
+    shutil.rmtree(next(copy.glob("*placement=target*")))
+    failed = next(copy.glob("*placement=none*")) / "result.json"
+    record = json.loads(failed.read_text())
+    record.update(status="failed", error="fairseq-train exited with status 1: boom")
+    failed.write_text(json.dumps(record))
+    out = subprocess.run([str(BIN / "posenc-table"), str(copy)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "MISSING budget=smoke" in out.stdout and "placement=target" in out.stdout
+    assert "FAILED" in out.stdout and "boom" in out.stdout
+    for fmt, marker in (("csv", "placement,"), ("latex", r"\begin{tabular}")):
+        out = subprocess.run([str(BIN / "posenc-table"), str(copy), "--format", fmt], capture_output=True, text=True, timeout=60)
+        assert marker in out.stdout
+
+
+def test_posenc_table_on_a_missing_directory_is_one_line(tmp_path):
+    out = subprocess.run([str(BIN / "posenc-table"), str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no such sweep directory" in out.stderr
+
+
+def test_same_seed_same_config_same_result(workspace):
+    root, cache = workspace
+    records = []
+    for name in ("a", "b"):
+        proc = posenc_run("budget=smoke", "placement=target", "seed=3", *SMALL_DATA, f"hydra.run.dir={root / name}",
+                          cwd=root, cache=cache)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        records.append(json.loads((root / name / "result.json").read_text()))
+    assert records[0]["valid_ppl"] == records[1]["valid_ppl"] and records[0]["bleu"] == records[1]["bleu"]
+    assert (root / "a" / "hypotheses.txt").read_text() == (root / "b" / "hypotheses.txt").read_text()
+
+
+def test_a_failing_cell_is_recorded_as_failed(workspace):
+    root, cache = workspace
+    started = time.monotonic()
+    proc = posenc_run("budget=smoke", *SMALL_DATA, "+model.args.encoder_layers=not-a-layer-spec",
+                      f"hydra.run.dir={root / 'bad'}", cwd=root, cache=cache)
+    assert proc.returncode == 1
+    record = json.loads((root / "bad" / "result.json").read_text())
+    assert record["status"] == "failed" and "fairseq-train exited with status" in record["error"]
+    assert "\n" not in record["error"] and time.monotonic() - started < 300
