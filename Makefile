@@ -26,9 +26,10 @@ test: setup
 test-fast: setup
 	$(PY) -m pytest -m "not slow"
 
+# The main job. Finished cells are kept: a rerun resumes the sweep, or just prints its table.
+# (The sweep prints the table when it ends; results/table4/table.md keeps it.)
 table4: setup
 	$(VENV)/bin/posenc-run -m experiment=table4
-	$(VENV)/bin/posenc-table results/table4
 
 bench: setup
 	$(PY) scripts/bench_plugin.py
