@@ -1,5 +1,7 @@
 """The per-side position flags shared by both model families."""
 
+from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
+
 from posenc.encodings import KINDS
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS
 
@@ -39,3 +41,17 @@ def check_kinds(model_name: str, args, allowed_kinds):
     for flag, kind in (("--encoder-pos", args.encoder_pos), ("--decoder-pos", args.decoder_pos)):
         if kind not in allowed_kinds:
             raise ValueError(f"{model_name}: {flag} {kind!r} is not supported; allowed: {', '.join(allowed_kinds)}")
+
+
+def register_stock_twins(model_name: str, stock_names, fill_defaults):
+    """``posenc_<stock>`` for each stock architecture: the stock function fills its defaults
+    (so sizes equal the stock ones), then ``fill_defaults`` resolves the position flags."""
+    for name in stock_names:
+        stock_arch = ARCH_CONFIG_REGISTRY[name]
+
+        def architecture(args, stock_arch=stock_arch):
+            stock_arch(args)
+            fill_defaults(args)
+
+        architecture.__doc__ = f"``{name}``'s defaults, positions as stock unless set."
+        register_model_architecture(model_name, f"posenc_{name}")(architecture)

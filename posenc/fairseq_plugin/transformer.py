@@ -11,7 +11,7 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_
 from fairseq.models.transformer import TransformerModel
 
 from posenc.encodings import KINDS, SinusoidalPositionalEmbedding, transformer_learned_positions
-from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults
+from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
 from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
 
@@ -76,16 +76,7 @@ class PosencTransformerModel(TransformerModel):
         return model
 
 
-def _posenc_arch(stock_arch):
-    def architecture(args):
-        stock_arch(args)
-        fill_transformer_position_defaults(args)
-    architecture.__doc__ = f"``{stock_arch.__name__}``'s defaults, positions as stock unless set."
-    return architecture
-
-
-for _name in STOCK_TRANSFORMER_ARCHS:
-    register_model_architecture("posenc_transformer", f"posenc_{_name}")(_posenc_arch(ARCH_CONFIG_REGISTRY[_name]))
+register_stock_twins("posenc_transformer", STOCK_TRANSFORMER_ARCHS, fill_transformer_position_defaults)
 
 
 @register_model_architecture("posenc_transformer", "posenc_transformer_small")
