@@ -183,7 +183,8 @@ def test_fconv_sinusoid_is_scaled_to_the_learned_table_norm():
     learned_norm = learned.encoder.embed_positions(tokens).norm(dim=-1).mean().item()
     assert sin_norm == pytest.approx(learned_norm, rel=0.1)
     scaled, _ = build("posenc_fconv_small", "--encoder-pos", "sinusoidal", "--sinusoidal-scale", "1.0")
-    assert scaled.encoder.embed_positions(tokens).norm(dim=-1).mean().item() == pytest.approx((128 / 2) ** 0.5, rel=1e-4)
+    dim = args.encoder_embed_dim
+    assert scaled.encoder.embed_positions(tokens).norm(dim=-1).mean().item() == pytest.approx((dim / 2) ** 0.5, rel=1e-4)
 
 
 def test_build_refuses_rope_for_fconv_in_process():
