@@ -161,3 +161,14 @@ def test_cli_refuses_bad_values_without_a_traceback(tmp_path, args, expected):
     assert "Traceback" not in proc.stderr
     assert expected in proc.stderr
     assert not (tmp_path / "run" / "result.json").exists()
+
+
+def test_wandb_logger_without_wandb_is_refused_up_front():
+    import importlib.util
+    from posenc.harness.cell import logger_environment
+    assert logger_environment(compose_cfg().logger) == {}
+    if importlib.util.find_spec("wandb"):
+        assert logger_environment(compose_cfg("logger=wandb", "logger.mode=offline").logger)["WANDB_MODE"] == "offline"
+    else:
+        with pytest.raises(ConfigError, match=r"logger=wandb needs the wandb package: pip install -e '.\[wandb\]'"):
+            logger_environment(compose_cfg("logger=wandb").logger)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from posenc.atomic import write_text_atomic
 
 from .errors import CorpusError
 
@@ -80,20 +80,6 @@ def cached_sha256(path: Path, memo_file: Path | None) -> str:
         memo[str(path)] = {"stamp": stamp, "sha256": digest}
         write_text_atomic(memo_file, json.dumps(memo, indent=1, sort_keys=True))
     return digest
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same folder and rename, so readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_lines(path: Path, lines: Iterable[str]) -> int:

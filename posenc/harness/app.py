@@ -1,5 +1,6 @@
 """``posenc-run``: the Hydra application. One job is one cell; ``-m`` runs a sweep of cells."""
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -10,16 +11,23 @@ from hydra.types import RunMode
 from posenc.corpora import CorpusError
 from posenc.harness.cell import run_cell
 from posenc.harness.progress import CellProgress
+from posenc.harness.records import read_result
 from posenc.harness.spec import ConfigError, grid_skip_reason
 from posenc.report.plan import planned_cells
 
 
-def cell_label(cfg, hydra_cfg) -> str:
+def cell_label(cfg, hydra_cfg, plan) -> str:
     where = f"placement={cfg.placement} pe={cfg.pe} seed={cfg.seed} model={cfg.model.name}"
     if hydra_cfg.mode != RunMode.MULTIRUN:
         return where
-    plan = planned_cells(Path(hydra_cfg.sweep.dir)) or []
     return f"cell {hydra_cfg.job.num + 1}/{len(plan) or '?'} {where}"
+
+
+def sweep_eta(sweep_dir: Path, cells_left: int):
+    """Minutes the rest of the sweep should take, from the cells already finished in it."""
+    durations = [r["cell_wall_s"] for r in (read_result(p.parent) for p in sweep_dir.glob("*/result.json"))
+                 if r and r.get("status") == "ok" and r.get("cell_wall_s")]
+    return statistics.fmean(durations) * cells_left / 60 if durations else None
 
 
 # conf/ sits at the repo root (an editable install); an absolute path works from any directory.
@@ -29,8 +37,14 @@ CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def main(cfg) -> None:
     hydra_cfg = HydraConfig.get()
-    progress = CellProgress(cell_label(cfg, hydra_cfg), int(cfg.budget.max_epoch), float(cfg.budget.max_time_min),
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    plan = (planned_cells(Path(hydra_cfg.sweep.dir)) or []) if multirun else []
+    progress = CellProgress(cell_label(cfg, hydra_cfg, plan), int(cfg.budget.max_epoch), float(cfg.budget.max_time_min),
                             enabled=bool(cfg.progress))
+    if multirun and plan:
+        eta = sweep_eta(Path(hydra_cfg.sweep.dir), len(plan) - hydra_cfg.job.num)
+        if eta is not None:
+            progress.say(f"sweep: {len(plan) - hydra_cfg.job.num} cells to go, about {eta:.1f} min at the pace so far")
     if cfg.skip_impossible:
         reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
         if reason:

@@ -15,7 +15,7 @@ from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
 from posenc.harness.records import HYPOTHESES_FILE, base_record, config_hash, read_result, write_result
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
-from posenc.harness.spec import cell_spec
+from posenc.harness.spec import ConfigError, cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
 
 
@@ -36,12 +36,14 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
     """Run (or find finished) one cell. Configuration and corpus errors raise; anything that goes
     wrong in training or decoding is recorded as a failed cell, with a one-line error."""
     spec = cell_spec(cfg)
+    logger_env = logger_environment(cfg.logger)
     job_dir = Path(job_dir)
     earlier = finished_result(job_dir, cfg)
     if earlier:
         progress.say(f"finished earlier: BLEU {earlier['bleu']:.2f}; kept")
         return earlier
 
+    started = time.monotonic()
     prepared = prepare_corpus(cfg.data, Path(cfg.paths.cache_dir), log=progress.say)
     record = base_record(cfg, spec, job_dir)
     record["corpus"] = prepared.record()
@@ -61,7 +63,7 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
     try:
         progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
         record["train_wall_s"] = round(run_step("fairseq-train", train_argv, job_dir / "train.log", timeout_s,
-                                                progress.on_train_line), 1)
+                                                progress.on_train_line, env=logger_env), 1)
         summary = training_summary((job_dir / "train.log").read_text(encoding="utf-8", errors="replace").splitlines())
         if summary["valid_ppl"] is None or not (save_dir / "checkpoint_best.pt").exists():
             raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {job_dir / 'train.log'})")
@@ -82,10 +84,28 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
         write_text_atomic(job_dir / "error.log", traceback.format_exc())
     finally:
         tidy_checkpoints(save_dir, cfg.keep_checkpoints)
+        record["cell_wall_s"] = round(time.monotonic() - started, 1)
         write_result(job_dir, record)
     if record["status"] != "ok":
         progress.say(f"FAILED: {record['error']}")
     return record
+
+
+def logger_environment(logger) -> dict:
+    """Environment for fairseq-train's own W&B logging (``--wandb-project``); checked up front,
+    because fairseq only warns and trains on when wandb is missing."""
+    if logger.name == "none":
+        return {}
+    if logger.name != "wandb":
+        raise ConfigError(f"logger={logger.name!r} is not allowed; allowed: none, wandb")
+    try:
+        import wandb  # noqa: F401
+    except ImportError:
+        raise ConfigError("logger=wandb needs the wandb package: pip install -e '.[wandb]'") from None
+    env = {"WANDB_MODE": str(logger.mode)}
+    if logger.get("entity"):
+        env["WANDB_ENTITY"] = str(logger.entity)
+    return env
 
 
 def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float) -> dict:
