@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 
 from posenc.analysis.checkpoint import CheckpointError, extract_tables, load_checkpoint, token_embedding
-from posenc.analysis.cli import main
+from pe_cli_helpers import run_cli
 from posenc.encodings import fconv_learned_positions, make_positions, sinusoid_table, transformer_learned_positions
 
 PAD, D, MAXPOS, VOCAB = 1, 16, 24, 12
@@ -66,15 +66,6 @@ def toy_checkpoint(tmp_path_factory):
                               encoder_embed_dim=D, decoder_embed_dim=D, max_source_positions=MAXPOS)}
     torch.save({"model": model.state_dict(), "cfg": cfg, "optimizer_history": []}, path)
     return path, model
-
-
-def run_cli(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
 
 
 def test_extraction_equals_the_models_own_parameters(toy_checkpoint):

@@ -5,21 +5,13 @@ import math
 
 import pytest
 
+from pe_cli_helpers import run_cli
 from posenc.analysis.cli import main
 
 CONTRACT_KEYS = ("relative_linear_max_error", "norm_mean", "norm_std", "translation_invariance", "monotonicity",
                  "symmetry")
 FIGURES = ("pe_heatmap.png", "pe_dimensions.png", "wavelengths.png", "scale.png", "proximity.png",
            "relative_error.png")
-
-
-def run_cli(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")
