@@ -70,11 +70,11 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
         record.update(valid_ppl=summary["valid_ppl"], num_updates=summary["num_updates"],
                       epochs=summary["epochs"], best_epoch=summary["best_epoch"])
         for split, argv in generate_argvs.items():
-            started = time.monotonic()
+            generate_started = time.monotonic()
             scores = generate_and_score(split, argv, prepared, job_dir, timeout_s)
             suffix = "" if split == "test" else f"_{split}"
             record.update({f"{k}{suffix}": v for k, v in scores.items()})
-            record[f"generate_wall_s{suffix}"] = round(time.monotonic() - started, 1)
+            record[f"generate_wall_s{suffix}"] = round(time.monotonic() - generate_started, 1)
         record["status"] = "ok"
         progress.say(f"BLEU {record['bleu']:.2f} (tokenized {record['tok_bleu']:.2f}) | valid ppl {record['valid_ppl']:.2f}")
     except (StepFailed, IncompleteOutput) as err:

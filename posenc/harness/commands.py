@@ -27,6 +27,8 @@ def flags(options: dict) -> list:
     return out
 
 
+# No --cpu: fairseq uses a GPU when torch sees one and the CPU otherwise, and the parent process
+# never has to import torch (seconds per cell) to find out.
 def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
     budget = cfg.budget
     return [
@@ -48,7 +50,6 @@ def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
         "--required-batch-size-multiple", "1",
         "--log-format", "json", "--log-interval", "50",
         "--num-workers", "0",
-        *(["--cpu"] if _no_gpu() else []),
         *(["--wandb-project", cfg.logger.project] if cfg.logger.name == "wandb" else []),
     ]
 
@@ -68,7 +69,6 @@ def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cfg) -> 
         *(["--post-process", remove_bpe] if remove_bpe else []),
         "--num-workers", "0",
         "--seed", str(cfg.seed),
-        *(["--cpu"] if _no_gpu() else []),
     ]
 
 
@@ -76,8 +76,3 @@ def as_shell(argv: list, env: dict = None) -> str:
     """One copy-pasteable line, for the job's ``commands.sh``."""
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
     return (prefix + " " if prefix else "") + shlex.join(argv)
-
-
-def _no_gpu() -> bool:
-    import torch
-    return not torch.cuda.is_available()
