@@ -172,3 +172,11 @@ def test_wandb_logger_without_wandb_is_refused_up_front():
     else:
         with pytest.raises(ConfigError, match=r"logger=wandb needs the wandb package: pip install -e '.\[wandb\]'"):
             logger_environment(compose_cfg("logger=wandb").logger)
+
+
+def test_a_grid_sweep_refuses_a_misspelt_value_instead_of_skipping_it(tmp_path):
+    proc = run_cli("experiment=pe_grid", "pe=sinusodial", "model=fconv_small", "placement=both",
+                   f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == \
+        "posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope"

@@ -12,7 +12,7 @@ from posenc.corpora import CorpusError
 from posenc.harness.cell import run_cell
 from posenc.harness.progress import CellProgress
 from posenc.harness.records import read_result
-from posenc.harness.spec import ConfigError, grid_skip_reason
+from posenc.harness.spec import ConfigError, check_values, grid_skip_reason
 from posenc.report.plan import planned_cells
 
 
@@ -45,12 +45,13 @@ def main(cfg) -> None:
         eta = sweep_eta(Path(hydra_cfg.sweep.dir), len(plan) - hydra_cfg.job.num)
         if eta is not None:
             progress.say(f"sweep: {len(plan) - hydra_cfg.job.num} cells to go, about {eta:.1f} min at the pace so far")
-    if cfg.skip_impossible:
-        reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
-        if reason:
-            progress.say(f"skipped by design: {reason}")
-            return
     try:
+        if cfg.skip_impossible:
+            check_values(cfg)  # a misspelt value is an error, not a cell to skip
+            reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
+            if reason:
+                progress.say(f"skipped by design: {reason}")
+                return
         record = run_cell(cfg, Path(hydra_cfg.runtime.output_dir), progress)
     except (ConfigError, CorpusError) as err:
         # Refused before any training; one line, no traceback, and a sweep stops here too.

@@ -27,15 +27,20 @@ class CellSpec:
         return self.pe if self.placement in ("both", "target") else "none"
 
 
-def cell_spec(cfg) -> CellSpec:
-    """Check ``placement``, ``pe`` and the model against each other; raise ConfigError."""
-    family = cfg.model.family
-    if family not in FAMILY_KINDS:
-        raise ConfigError(f"model.family={family!r} is not allowed; allowed: {', '.join(FAMILY_KINDS)}")
+def check_values(cfg) -> None:
+    """Each of ``model.family``, ``placement`` and ``pe`` on its own; raise ConfigError."""
+    if cfg.model.family not in FAMILY_KINDS:
+        raise ConfigError(f"model.family={cfg.model.family!r} is not allowed; allowed: {', '.join(FAMILY_KINDS)}")
     if cfg.placement not in PLACEMENTS:
         raise ConfigError(f"placement={cfg.placement!r} is not allowed; allowed: {', '.join(PLACEMENTS)}")
     if cfg.pe not in PE_KINDS:
         raise ConfigError(f"pe={cfg.pe!r} is not allowed; allowed: {', '.join(PE_KINDS)}")
+
+
+def cell_spec(cfg) -> CellSpec:
+    """Check ``placement``, ``pe`` and the model, alone and against each other; raise ConfigError."""
+    check_values(cfg)
+    family = cfg.model.family
     spec = CellSpec(family, cfg.model.arch, cfg.placement, cfg.pe)
     if spec.placement != "none" and cfg.pe not in FAMILY_KINDS[family]:
         raise ConfigError(f"pe={cfg.pe!r} is not possible for model={cfg.model.name} ({family}); "
