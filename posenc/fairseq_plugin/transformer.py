@@ -63,13 +63,12 @@ class PosencTransformerModel(TransformerModel):
         if "rope" in (args.encoder_pos, args.decoder_pos) and getattr(args, "quant_noise_pq", 0):
             raise ValueError("posenc_transformer: rope does not support --quant-noise-pq")
         model = super().build_model(args, task)
-        for side, module, max_arg in (("encoder", model.encoder, args.max_source_positions),
-                                      ("decoder", model.decoder, args.max_target_positions)):
+        for side, module, max_arg, dim in (
+                ("encoder", model.encoder, args.max_source_positions, args.encoder_embed_dim),
+                ("decoder", model.decoder, args.max_target_positions, args.decoder_embed_dim)):
             kind = getattr(args, f"{side}_pos")
             module.embed_positions = build_without_touching_rng(
-                lambda: transformer_positions(kind, module.embed_positions, module.embed_tokens.embedding_dim
-                                              if side == "encoder" else module.embed_dim,
-                                              module.padding_idx, max_arg, args),
+                lambda: transformer_positions(kind, module.embed_positions, dim, module.padding_idx, max_arg, args),
                 side)
             if kind == "rope":
                 build_without_touching_rng(lambda: rotate_self_attention(module.layers, args.rope_base), side)
