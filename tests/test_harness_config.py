@@ -9,7 +9,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from posenc.harness.commands import flags, train_command
-from posenc.harness.spec import ConfigError, cell_spec, grid_skip_reason
+from posenc.harness.spec import ConfigError, cell_spec
+from posenc.kinds import grid_skip_reason
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"

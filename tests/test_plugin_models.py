@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from fairseq_helpers import DummyTask, build, decoder_output, parse_args, random_batch
+from posenc.kinds import FAMILY_KINDS
 
 FCONV_ARCHS = ["fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr"]
 TRANSFORMER_ARCHS = ["transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
                      "transformer_vaswani_wmt_en_de_big"]
 SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
-FAMILY_KINDS = {"fconv": ["learned", "sinusoidal", "none"], "transformer": ["learned", "sinusoidal", "rope", "none"]}
 OUR_KEYS = {"arch", "encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "rope_base"}
 
 

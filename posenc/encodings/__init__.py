@@ -5,6 +5,7 @@ Positions follow fairseq's convention: the first real token is at ``padding_idx 
 tokens get position ``padding_idx`` (a zero row).
 """
 
+from posenc.kinds import KINDS  # re-exported; the one home is posenc.kinds
 from posenc.encodings.learned import (
     LearnedPositionalEmbedding,
     fconv_learned_positions,
@@ -19,7 +20,6 @@ from posenc.encodings.sinusoidal import (
     sinusoid_table,
 )
 
-KINDS = ("learned", "sinusoidal", "rope", "none")
 
 __all__ = [
     "KINDS",

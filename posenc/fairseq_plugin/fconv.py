@@ -12,10 +12,11 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_
 from fairseq.models.fconv import FConvModel
 
 from posenc.encodings import NoPositionalEmbedding, SinusoidalPositionalEmbedding, fconv_learned_positions
+from posenc.kinds import FAMILY_KINDS
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
 
-FCONV_KINDS = ("learned", "sinusoidal", "none")  # no attention logits to rotate: no rope
+FCONV_KINDS = FAMILY_KINDS["fconv"]  # no attention logits to rotate: no rope
 STOCK_FCONV_ARCHS = ("fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr")
 LEARNED_INIT_STD = 0.1  # fconv draws token and position rows from N(0, 0.1)
 

@@ -2,7 +2,7 @@
 
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 
-from posenc.encodings import KINDS
+from posenc.kinds import KINDS
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS
 
 

@@ -10,11 +10,13 @@ positions do not share a coordinate system.
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_architecture
 from fairseq.models.transformer import TransformerModel
 
-from posenc.encodings import KINDS, SinusoidalPositionalEmbedding, transformer_learned_positions
+from posenc.encodings import SinusoidalPositionalEmbedding, transformer_learned_positions
+from posenc.kinds import FAMILY_KINDS
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
 from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
 
+TRANSFORMER_KINDS = FAMILY_KINDS["transformer"]
 STOCK_TRANSFORMER_ARCHS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
                            "transformer_vaswani_wmt_en_de_big")
 
@@ -54,12 +56,12 @@ class PosencTransformerModel(TransformerModel):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        add_position_args(parser, allowed_kinds=KINDS)
+        add_position_args(parser, allowed_kinds=TRANSFORMER_KINDS)
 
     @classmethod
     def build_model(cls, args, task):
         fill_transformer_position_defaults(args)
-        check_kinds("posenc_transformer", args, KINDS)
+        check_kinds("posenc_transformer", args, TRANSFORMER_KINDS)
         if "rope" in (args.encoder_pos, args.decoder_pos) and getattr(args, "quant_noise_pq", 0):
             raise ValueError("posenc_transformer: rope does not support --quant-noise-pq")
         model = super().build_model(args, task)

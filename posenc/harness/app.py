@@ -12,7 +12,8 @@ from posenc.corpora import CorpusError
 from posenc.harness.cell import run_cell
 from posenc.harness.progress import CellProgress
 from posenc.harness.records import read_result
-from posenc.harness.spec import ConfigError, check_values, grid_skip_reason
+from posenc.harness.spec import ConfigError, check_values
+from posenc.kinds import grid_skip_reason
 from posenc.report.plan import planned_cells
 
 

@@ -1,4 +1,4 @@
-"""result.json: one record per cell, the fields every table and outside check reads."""
+"""Writing a cell's ``result.json``; the record's schema lives in ``posenc.report.records``."""
 
 import hashlib
 import json
@@ -7,14 +7,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from posenc.atomic import write_json_atomic
-
-RESULT_FILE = "result.json"
-HYPOTHESES_FILE = "hypotheses.txt"
-
-# The contract's columns, in table order (results.csv keeps this order, extras after).
-FIELDS = ("experiment", "model", "data", "pe", "placement", "encoder_pos", "decoder_pos", "seed", "status",
-          "error", "bleu", "bleu_signature", "tok_bleu", "valid_ppl", "test_sentences", "num_updates",
-          "train_wall_s", "hypotheses", "job_dir")
+from posenc.report.records import FIELDS, HYPOTHESES_FILE, RESULT_FILE, read_result  # noqa: F401 (re-exported)
 
 
 def config_hash(cfg) -> str:
@@ -34,16 +27,6 @@ def base_record(cfg, spec, job_dir: Path) -> dict:
         "tok_bleu": None, "valid_ppl": None, "test_sentences": None, "num_updates": None,
         "train_wall_s": None, "hypotheses": "", "job_dir": str(job_dir), "config_hash": config_hash(cfg),
     }
-
-
-def read_result(job_dir: Path):
-    path = Path(job_dir) / RESULT_FILE
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None  # a torn or foreign file: the cell counts as not finished
 
 
 def write_result(job_dir: Path, record: dict) -> None:

@@ -2,9 +2,7 @@
 
 from dataclasses import dataclass
 
-PLACEMENTS = ("both", "source", "target", "none")
-PE_KINDS = ("learned", "sinusoidal", "rope")
-FAMILY_KINDS = {"fconv": ("learned", "sinusoidal"), "transformer": ("learned", "sinusoidal", "rope")}
+from posenc.kinds import FAMILY_KINDS, PE_KINDS, PLACEMENTS, family_pe_kinds, side_kinds
 
 
 class ConfigError(ValueError):
@@ -20,11 +18,11 @@ class CellSpec:
 
     @property
     def encoder_pos(self) -> str:
-        return self.pe if self.placement in ("both", "source") else "none"
+        return side_kinds(self.placement, self.pe)[0]
 
     @property
     def decoder_pos(self) -> str:
-        return self.pe if self.placement in ("both", "target") else "none"
+        return side_kinds(self.placement, self.pe)[1]
 
 
 def check_values(cfg) -> None:
@@ -42,17 +40,8 @@ def cell_spec(cfg) -> CellSpec:
     check_values(cfg)
     family = cfg.model.family
     spec = CellSpec(family, cfg.model.arch, cfg.placement, cfg.pe)
-    if spec.placement != "none" and cfg.pe not in FAMILY_KINDS[family]:
+    allowed = family_pe_kinds(family)
+    if spec.placement != "none" and cfg.pe not in allowed:
         raise ConfigError(f"pe={cfg.pe!r} is not possible for model={cfg.model.name} ({family}); "
-                          f"allowed: {', '.join(FAMILY_KINDS[family])}")
+                          f"allowed: {', '.join(allowed)}")
     return spec
-
-
-def grid_skip_reason(family: str, pe: str, placement: str):
-    """Why a grid sweep leaves a cell out, or None: a kind the family cannot do, or a repeat of
-    the kind-free ``none`` placement (run once, under ``pe=learned``)."""
-    if pe not in FAMILY_KINDS.get(family, ()):
-        return f"{family} cannot do pe={pe}"
-    if placement == "none" and pe != "learned":
-        return "placement=none has no kind; it runs once, as pe=learned"
-    return None

@@ -10,7 +10,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from posenc.harness.spec import grid_skip_reason
+from posenc.kinds import grid_skip_reason
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -28,7 +28,9 @@ def planned_cells(sweep_dir: Path):
     if not plan_file.exists():
         return None
     cfg = OmegaConf.load(plan_file)
-    params = OmegaConf.to_container(cfg.hydra.sweeper.params or {})
+    # A sweep typed on the command line has no preset params: its swept keys are in the task overrides.
+    preset = cfg.hydra.sweeper.get("params")
+    params = OmegaConf.to_container(preset) if preset else {}
     arguments = [f"{k}={v}" for k, v in params.items()] + list(cfg.hydra.overrides.task)
     parser = OverridesParser.create()
     jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]

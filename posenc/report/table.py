@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from posenc.atomic import write_text_atomic
-from posenc.harness.records import FIELDS, RESULT_FILE
+from posenc.report.records import FIELDS, RESULT_FILE
 from posenc.report.plan import planned_cells
 
 REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference" / "convs2s_table4.csv"
