@@ -1,5 +1,6 @@
 """One cell, end to end: corpus -> fairseq-train -> fairseq-generate -> BLEU -> result.json."""
 
+import os
 import shutil
 import time
 import traceback
@@ -9,10 +10,11 @@ from omegaconf import OmegaConf
 
 from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.corpora import prepare_corpus
-from posenc.harness.commands import as_shell, generate_command, train_command
+from posenc.harness.commands import commands_script, generate_command, train_command
 from posenc.harness.fairseq_logs import hypotheses_by_id, training_summary
 from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
+from posenc.harness.runtime import added_environment
 from posenc.harness.records import HYPOTHESES_FILE, base_record, config_hash, read_result, write_result
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
 from posenc.harness.spec import ConfigError, cell_spec
@@ -36,7 +38,10 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
     """Run (or find finished) one cell. Configuration and corpus errors raise; anything that goes
     wrong in training or decoding is recorded as a failed cell, with a one-line error."""
     spec = cell_spec(cfg)
-    logger_env = logger_environment(cfg.logger)
+    # Everything the harness adds to fairseq's environment; commands.sh exports the same. W&B's
+    # own variables in the user's environment win over the logger config.
+    env = {**added_environment(cfg.runtime),
+           **{k: v for k, v in logger_environment(cfg.logger).items() if k not in os.environ}}
     job_dir = Path(job_dir)
     earlier = finished_result(job_dir, cfg)
     if earlier:
@@ -56,14 +61,11 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
     splits = ["test"] + (["test_long"] if cfg.generation.test_long and "test_long" in prepared.subsets else [])
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / "checkpoint_best.pt", prepared.subsets[split],
                                               prepared.remove_bpe, cfg) for split in splits}
-    env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
-    write_text_atomic(job_dir / "commands.sh", "\n".join(
-        ["#!/usr/bin/env bash", "# The fairseq commands of this cell, to rerun it by hand.", "set -euo pipefail",
-         as_shell(train_argv, env)] + [as_shell(argv, env) + f" > generate-{s}.log" for s, argv in generate_argvs.items()]) + "\n")
+    write_text_atomic(job_dir / "commands.sh", commands_script(job_dir, env, train_argv, generate_argvs))
     try:
         progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
         record["train_wall_s"] = round(run_step("fairseq-train", train_argv, job_dir / "train.log", timeout_s,
-                                                progress.on_train_line, env=logger_env), 1)
+                                                progress.on_train_line, env=env), 1)
         summary = training_summary((job_dir / "train.log").read_text(encoding="utf-8", errors="replace").splitlines())
         if summary["valid_ppl"] is None or not (save_dir / "checkpoint_best.pt").exists():
             raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {job_dir / 'train.log'})")
@@ -71,7 +73,7 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
                       epochs=summary["epochs"], best_epoch=summary["best_epoch"])
         for split, argv in generate_argvs.items():
             generate_started = time.monotonic()
-            scores = generate_and_score(split, argv, prepared, job_dir, timeout_s)
+            scores = generate_and_score(split, argv, prepared, job_dir, timeout_s, env)
             suffix = "" if split == "test" else f"_{split}"
             record.update({f"{k}{suffix}": v for k, v in scores.items()})
             record[f"generate_wall_s{suffix}"] = round(time.monotonic() - generate_started, 1)
@@ -108,9 +110,9 @@ def logger_environment(logger) -> dict:
     return env
 
 
-def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float) -> dict:
+def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, env: dict) -> dict:
     log = job_dir / f"generate-{split}.log"
-    run_step("fairseq-generate", argv, log, timeout_s)
+    run_step("fairseq-generate", argv, log, timeout_s, env=env)
     by_id = hypotheses_by_id(log.read_text(encoding="utf-8", errors="replace").splitlines())
     expected = prepared.test_sizes[split]
     if sorted(by_id) != list(range(expected)):

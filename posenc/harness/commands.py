@@ -72,7 +72,15 @@ def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cfg) -> 
     ]
 
 
-def as_shell(argv: list, env: dict = None) -> str:
-    """One copy-pasteable line, for the job's ``commands.sh``."""
-    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
-    return (prefix + " " if prefix else "") + shlex.join(argv)
+def commands_script(job_dir, env: dict, train_argv: list, generate_argvs: dict) -> str:
+    """The cell's ``commands.sh``: the exact fairseq command lines, and every variable the harness
+    sets for them (the rest of the environment is the caller's, as for the harness's own run)."""
+    lines = ["#!/usr/bin/env bash",
+             "# The fairseq commands of this cell, to rerun it by hand: the same command lines and the same",
+             "# variables the harness set (posenc/harness/runtime.py); the rest of the environment is yours.",
+             "set -euo pipefail",
+             f"cd {shlex.quote(str(job_dir))}"]
+    lines += [f"export {key}={shlex.quote(str(value))}" for key, value in env.items()]
+    lines.append(shlex.join(train_argv))
+    lines += [f"{shlex.join(argv)} > {shlex.quote(f'generate-{split}.log')}" for split, argv in generate_argvs.items()]
+    return "\n".join(lines) + "\n"

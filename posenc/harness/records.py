@@ -10,12 +10,18 @@ from posenc.atomic import write_json_atomic
 from posenc.report.records import FIELDS, HYPOTHESES_FILE, RESULT_FILE, read_result  # noqa: F401 (re-exported)
 
 
-def config_hash(cfg) -> str:
+# Keys that never change a cell's outcome: Hydra's own node, how a run is shown, where the cache
+# is, and how the machine is used (runtime: thread counts, OpenMP waiting).
+NOT_OUTCOME = ("hydra", "progress", "paths", "runtime")
+
+
+def config_hash(cfg, ignore=()) -> str:
     """Fingerprint of everything that determines a cell's outcome (the resolved config without
-    Hydra's own node and the knobs that only change how a run is shown)."""
-    data = OmegaConf.to_container(cfg, resolve=True)
-    for key in ("hydra", "progress", "paths"):
-        data.pop(key, None)
+    the keys in NOT_OUTCOME and ``ignore``). Keys are resolved one by one, so an ignored key is
+    never resolved (``runtime`` reads the launcher's settings, which exist only inside a job)."""
+    skip = set(NOT_OUTCOME) | set(ignore)
+    data = {key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
+            for key in cfg if key not in skip}
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -7,26 +7,16 @@ import threading
 import time
 from pathlib import Path
 
+from posenc.harness.runtime import child_environment
+
 
 class StepFailed(RuntimeError):
     """A fairseq step exited non-zero or ran out of time; the message is one line."""
 
 
-def fairseq_env(extra: dict = None) -> dict:
-    env = dict(os.environ, **(extra or {}))
-    # fairseq's checkpoint loading predates torch's weights_only default; the harness only
-    # loads checkpoints that it wrote itself in this cell's directory.
-    env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
-    env.setdefault("PYTHONWARNINGS", "ignore")
-    # Idle OpenMP threads sleep instead of spinning: on a loaded machine spinning threads turned
-    # a 0.3 s training step into seconds (measured here, see results/benchmarks.md).
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
-
-
 def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_line=None, env: dict = None) -> float:
-    """Run ``argv`` (with ``env`` added to the environment); every output line goes to ``log_path``
+    """Run ``argv`` in the user's environment with ``env`` (the harness's variables, see
+    ``posenc.harness.runtime``) on top, and nothing else; every output line goes to ``log_path``
     and to ``on_line``. Returns wall seconds.
 
     Raises StepFailed naming the step, the exit status (or the time limit) and the log file.
@@ -34,7 +24,7 @@ def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_lin
     started = time.monotonic()
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=fairseq_env(env), start_new_session=True, errors="replace")
+                                env=child_environment(env or {}), start_new_session=True, errors="replace")
         timed_out = threading.Event()
 
         def kill():

@@ -1,0 +1,86 @@
+"""The environment of fairseq's child processes: the user's own, plus exactly the variables below.
+
+Nothing that changes fairseq's speed or results is added unless the config asks for it
+(``conf/runtime/``); ``commands.sh`` exports the same variables, so running it by hand is the
+same run. Variables the harness always sets:
+
+- ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1``: fairseq's checkpoint loading predates torch's
+  ``weights_only`` default; the harness only loads checkpoints under the cell's own directory.
+- ``PYTHONUNBUFFERED=1``: fairseq's log lines reach the harness (progress, divergence checks)
+  and ``train.log`` as they are printed, and are not lost when a step is killed.
+
+Set only when the config asks: ``OMP_NUM_THREADS`` (``runtime.threads``) and
+``OMP_WAIT_POLICY`` (``runtime.omp_wait_policy``).
+"""
+
+import os
+from typing import Mapping
+
+from posenc.harness.spec import ConfigError
+
+ALWAYS = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "PYTHONUNBUFFERED": "1"}
+WAIT_POLICIES = ("PASSIVE", "ACTIVE")
+
+
+def available_cores() -> int:
+    """Cores this process may run on (a SLURM allocation or ``taskset`` included)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def cells_at_once(value, cores: int) -> int:
+    """How many cells share this machine: a parallel launcher's ``n_jobs`` (joblib's convention:
+    -1 = one per core, -2 = all cores but one), or 1 when unset (cells one after another)."""
+    if value is None or value == "":
+        return 1
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"runtime.cells_at_once={value!r} is not allowed; allowed: a whole number") from None
+    if n < 0:
+        n = cores + 1 + n
+    return max(n, 1)
+
+
+def thread_count(threads, cells: int, cores: int, user_env: Mapping):
+    """``OMP_NUM_THREADS`` for each fairseq step, or None to add nothing.
+
+    ``auto``: nothing for a cell that has the machine to itself (torch then uses every core, as
+    fairseq does by default) or when the user's environment already sets ``OMP_NUM_THREADS``;
+    ``cores // cells`` when several cells run at once. A number: exactly that many."""
+    if threads is None:
+        return None
+    if str(threads) == "auto":
+        if cells <= 1 or "OMP_NUM_THREADS" in user_env:
+            return None
+        return max(cores // cells, 1)
+    try:
+        n = int(threads)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1 or str(n) != str(threads).strip():
+        raise ConfigError(f"runtime.threads={threads!r} is not allowed; allowed: auto, null or a whole number >= 1")
+    return n
+
+
+def added_environment(runtime, user_env: Mapping = None) -> dict:
+    """The variables the harness sets for fairseq's children (and ``commands.sh`` exports)."""
+    user_env = os.environ if user_env is None else user_env
+    cores = available_cores()
+    added = dict(ALWAYS)
+    threads = thread_count(runtime.get("threads"), cells_at_once(runtime.get("cells_at_once"), cores), cores, user_env)
+    if threads:
+        added["OMP_NUM_THREADS"] = str(threads)
+    policy = runtime.get("omp_wait_policy")
+    if policy is not None:
+        if str(policy).upper() not in WAIT_POLICIES:
+            raise ConfigError(f"runtime.omp_wait_policy={policy!r} is not allowed; allowed: null, {', '.join(WAIT_POLICIES)}")
+        added["OMP_WAIT_POLICY"] = str(policy).upper()
+    return added
+
+
+def child_environment(added: Mapping, user_env: Mapping = None) -> dict:
+    """The whole environment of a child: the user's, with the harness's variables on top."""
+    return {**(os.environ if user_env is None else user_env), **added}

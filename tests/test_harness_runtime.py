@@ -1,0 +1,129 @@
+"""What fairseq's children get from the harness: the user's environment plus exactly the documented
+variables (posenc/harness/runtime.py), and commands.sh exporting the same ones."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+
+from posenc.harness.commands import commands_script
+from posenc.harness.runtime import ALWAYS, added_environment, cells_at_once, thread_count
+from posenc.harness.spec import ConfigError
+from posenc.harness.subprocess_step import run_step
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+# What bash itself puts into every environment it runs a command in.
+BASH_OWN = {"PWD", "OLDPWD", "SHLVL", "_"}
+DUMP_ENV = "import json, os, sys; open(sys.argv[1], 'w').write(json.dumps(dict(os.environ)))"
+
+
+@pytest.fixture(autouse=True)
+def without_fairseq_config_store():
+    """As in test_harness_config: hide fairseq's ConfigStore nodes that other tests may have added."""
+    from hydra.core.config_store import ConfigStore
+    repo = ConfigStore.instance().repo
+    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
+    yield
+    repo.update(hidden)
+
+
+def runtime_of(*overrides):
+    """``cfg.runtime`` as a job sees it (the launcher's settings resolvable through ``${hydra:...}``)."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    return cfg.runtime
+
+
+def test_the_default_adds_only_what_fairseq_needs():
+    runtime = runtime_of()
+    assert (runtime.threads, runtime.omp_wait_policy, runtime.cells_at_once) == ("auto", None, None)
+    assert added_environment(runtime, user_env={}) == ALWAYS == {
+        "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def test_busy_preset_asks_for_passive_waiting():
+    added = added_environment(runtime_of("runtime=busy"), user_env={})
+    assert added == {**ALWAYS, "OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def test_parallel_cells_get_their_share_of_the_cores():
+    runtime = runtime_of("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    assert runtime.cells_at_once == 2
+    cores = len(os.sched_getaffinity(0))
+    assert added_environment(runtime, user_env={})["OMP_NUM_THREADS"] == str(max(cores // 2, 1))
+    # A user who set OMP_NUM_THREADS keeps it; an explicit runtime.threads wins (asked in the config).
+    assert "OMP_NUM_THREADS" not in added_environment(runtime, user_env={"OMP_NUM_THREADS": "7"})
+    assert added_environment(runtime_of("runtime.threads=3"), user_env={"OMP_NUM_THREADS": "7"})["OMP_NUM_THREADS"] == "3"
+
+
+def test_thread_arithmetic():
+    assert thread_count("auto", 1, 16, {}) is None
+    assert thread_count("auto", 4, 16, {}) == 4
+    assert thread_count("auto", 32, 16, {}) == 1
+    assert thread_count(None, 4, 16, {}) is None
+    assert cells_at_once(None, 16) == 1 and cells_at_once(-1, 16) == 16 and cells_at_once(-2, 16) == 15
+
+
+@pytest.mark.parametrize("override,message", [
+    ("runtime.threads=0", "runtime.threads=0 is not allowed; allowed: auto, null or a whole number >= 1"),
+    ("runtime.threads=2.5", "runtime.threads=2.5 is not allowed; allowed: auto, null or a whole number >= 1"),
+    ("runtime.omp_wait_policy=SLEEPY", "runtime.omp_wait_policy='SLEEPY' is not allowed; allowed: null, PASSIVE, ACTIVE"),
+])
+def test_bad_runtime_values_are_refused(override, message):
+    with pytest.raises(ConfigError) as err:
+        added_environment(runtime_of(override), user_env={})
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("overrides", [[], ["runtime=busy"], ["runtime.threads=1"]])
+def test_children_and_commands_sh_get_the_user_environment_plus_exactly_the_documented_variables(
+        tmp_path, monkeypatch, overrides):
+    # The user's own settings, including ones the harness used to override behind their back.
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    monkeypatch.setenv("POSENC_TEST_MARKER", "a value with spaces and 'quotes'")
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    user_env = dict(os.environ)
+    added = added_environment(runtime_of(*overrides))
+    documented = dict(ALWAYS)
+    if "runtime=busy" in overrides:
+        documented["OMP_WAIT_POLICY"] = "PASSIVE"
+    if "runtime.threads=1" in overrides:
+        documented["OMP_NUM_THREADS"] = "1"
+    assert added == documented
+
+    # 1. What a child started by the harness sees.
+    run_step("dump", [sys.executable, "-c", DUMP_ENV, str(tmp_path / "child.json")], tmp_path / "dump.log", env=added)
+    child = json.loads((tmp_path / "child.json").read_text())
+    assert child == {**user_env, **documented}
+
+    # 2. What the same command sees when commands.sh runs it by hand.
+    script = tmp_path / "commands.sh"
+    script.write_text(commands_script(tmp_path, added, [sys.executable, "-c", DUMP_ENV, str(tmp_path / "by_hand.json")],
+                                      {"test": [sys.executable, "-c", "print('H-0\\tx')"]}))
+    proc = subprocess.run(["bash", str(script)], env=user_env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    by_hand = json.loads((tmp_path / "by_hand.json").read_text())
+    assert {k: v for k, v in by_hand.items() if k not in BASH_OWN} == \
+        {k: v for k, v in child.items() if k not in BASH_OWN}
+    assert (tmp_path / "generate-test.log").read_text() == "H-0\tx\n"
+
+
+def test_commands_sh_quotes_every_word(tmp_path):
+    """Values with spaces, quotes and shell syntax reach the command exactly as the harness passed them."""
+    odd = ["a b", "it's", '"quoted"', "$HOME", "`date`", "semi;colon", "(0.9, 0.98)", "*"]
+    out = tmp_path / "argv.json"
+    job_dir = tmp_path / "a dir with spaces"
+    job_dir.mkdir()
+    script = job_dir / "commands.sh"
+    script.write_text(commands_script(job_dir, {"SOME_VAR": "x y"},
+                                      [sys.executable, "-c", "import json, sys; json.dump(sys.argv[2:], open(sys.argv[1], 'w'))",
+                                       str(out), *odd], {}))
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text()) == odd
