@@ -1,22 +1,76 @@
-"""Writing files so that readers never see half of one: temp file in the same folder, then rename."""
+"""Writing files so that readers never see half of one, and a crash never loses a finished one:
+temp file in the same folder, fsync it, rename it over the target, fsync the folder.
+
+Without the two fsyncs a rename can reach the disk before the data it names (a node that loses
+power then shows an empty or truncated file under the new name); with them, after a crash the
+file is either the old one or the whole new one.
+"""
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 
-def write_text_atomic(path, text: str) -> None:
+def fsync_dir(folder) -> None:
+    """Make a rename or a new entry in ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems cannot sync a directory; the rename is still atomic
+        pass
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    """The process's umask, read without setting it (os.umask can only be read by changing it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def write_bytes_atomic(path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a result is as readable as any new file
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
+
+
+def copy_atomic(source, path) -> None:
+    """Copy a (possibly large) file into place the same way, without reading it into memory."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb") as handle, open(source, "rb") as src:
+            shutil.copyfileobj(src, handle, 16 << 20)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def write_text_atomic(path, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path, data) -> None:

@@ -9,9 +9,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 from posenc.corpora import CorpusError
+from posenc.harness import signals
 from posenc.harness.cell import run_cell
+from posenc.harness.outcome import SWEEP_EXIT
 from posenc.harness.progress import CellProgress
-from posenc.harness.records import read_result
+from posenc.harness.records import read_result, refused_record, write_result
 from posenc.harness.spec import ConfigError, check_values
 from posenc.kinds import grid_skip_reason
 from posenc.report.plan import planned_cells
@@ -36,30 +38,59 @@ CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def main(cfg) -> None:
+def run_job(cfg) -> None:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    signals.install()
     plan = (planned_cells(Path(hydra_cfg.sweep.dir)) or []) if multirun else []
     progress = CellProgress(cell_label(cfg, hydra_cfg, plan), int(cfg.budget.max_epoch), float(cfg.budget.max_time_min),
                             enabled=bool(cfg.progress))
+    if signals.STOP.requested:  # an earlier cell of this sweep was interrupted: start nothing new
+        progress.say("not started: the sweep was interrupted")
+        return
     if multirun and plan:
         eta = sweep_eta(Path(hydra_cfg.sweep.dir), len(plan) - hydra_cfg.job.num)
         if eta is not None:
             progress.say(f"sweep: {len(plan) - hydra_cfg.job.num} cells to go, about {eta:.1f} min at the pace so far")
+    job_dir = Path(hydra_cfg.runtime.output_dir)
     try:
-        if cfg.skip_impossible:
-            check_values(cfg)  # a misspelt value is an error, not a cell to skip
-            reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
-            if reason:
-                progress.say(f"skipped by design: {reason}")
-                return
-        record = run_cell(cfg, Path(hydra_cfg.runtime.output_dir), progress)
+        with signals.interruptible():
+            if cfg.skip_impossible:
+                check_values(cfg)  # a misspelt value is an error, not a cell to skip
+                reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
+                if reason:
+                    progress.say(f"skipped by design: {reason}")
+                    return
+            record = run_cell(cfg, job_dir, progress)
     except (ConfigError, CorpusError) as err:
-        # Refused before any training; one line, no traceback, and a sweep stops here too.
+        # Refused before any training; one line, no traceback. A sweep records the cell as failed
+        # and goes on: its summary line and exit status report it.
         print(f"posenc-run: error: {err}", file=sys.stderr)
-        sys.exit(2)
-    if record["status"] != "ok" and hydra_cfg.mode != RunMode.MULTIRUN:
-        sys.exit(1)  # a sweep goes on to the next cell; the table shows this one as failed
+        if not multirun:
+            sys.exit(2)
+        write_result(job_dir, refused_record(cfg, job_dir, str(err)))
+        return
+    except signals.StopRequested as stop:  # before the cell's training started
+        progress.say(f"not started: {stop}")
+        record = None
+    if multirun:
+        return  # a sweep goes on to the next cell (or past the rest, when interrupted); its end reports
+    if signals.STOP.requested:
+        sys.exit(signals.STOP.exit_status())
+    if record["status"] != "ok":
+        sys.exit(1)
+
+
+def main() -> None:
+    """``posenc-run``: one cell, or a sweep (``-m``) that exits non-zero when any cell failed,
+    was interrupted or never reported (after writing its tables and summary line)."""
+    try:
+        run_job()
+    except signals.StopRequested as stop:  # a second signal, or one between Hydra's own steps
+        print(f"posenc-run: {stop}", file=sys.stderr)
+        sys.exit(128 + stop.signum)
+    if SWEEP_EXIT["status"]:
+        sys.exit(SWEEP_EXIT["status"])
 
 
 if __name__ == "__main__":

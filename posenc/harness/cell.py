@@ -1,7 +1,13 @@
-"""One cell, end to end: corpus -> fairseq-train -> fairseq-generate -> BLEU -> result.json."""
+"""One cell, end to end: corpus -> fairseq-train -> fairseq-generate -> BLEU -> result.json.
+
+A cell resumes where it stopped (``posenc.harness.resume``), runs under a per-cell lock
+(``posenc.harness.lock``) and records a signal to the harness as ``interrupted``
+(``posenc.harness.signals``).
+"""
 
 import os
 import shutil
+import signal
 import time
 import traceback
 from pathlib import Path
@@ -10,13 +16,18 @@ from omegaconf import OmegaConf
 
 from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.corpora import prepare_corpus
+from posenc.harness import resume
 from posenc.harness.commands import commands_script, generate_command, train_command
-from posenc.harness.fairseq_logs import hypotheses_by_id, training_summary
+from posenc.harness.failures import non_finite_loss
+from posenc.harness.fairseq_logs import hypotheses_by_id, last_saved_update, resumed_from, training_summary
+from posenc.harness.limits import step_limits
+from posenc.harness.lock import cell_lock
 from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
-from posenc.harness.runtime import added_environment
 from posenc.harness.records import HYPOTHESES_FILE, base_record, config_hash, read_result, write_result
+from posenc.harness.runtime import added_environment
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
+from posenc.harness.signals import StopRequested
 from posenc.harness.spec import ConfigError, cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
 
@@ -36,44 +47,53 @@ def finished_result(job_dir: Path, cfg):
 
 def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
     """Run (or find finished) one cell. Configuration and corpus errors raise; anything that goes
-    wrong in training or decoding is recorded as a failed cell, with a one-line error."""
+    wrong in training or decoding is recorded as a failed cell, with a one-line error; a signal
+    to the harness is recorded as an interrupted cell."""
     spec = cell_spec(cfg)
     # Everything the harness adds to fairseq's environment; commands.sh exports the same. W&B's
     # own variables in the user's environment win over the logger config.
     env = {**added_environment(cfg.runtime),
            **{k: v for k, v in logger_environment(cfg.logger).items() if k not in os.environ}}
+    limits = step_limits(cfg.budget)
     job_dir = Path(job_dir)
-    earlier = finished_result(job_dir, cfg)
-    if earlier:
-        progress.say(f"finished earlier: BLEU {earlier['bleu']:.2f}; kept")
-        return earlier
+    with cell_lock(job_dir, progress.say):
+        if cfg.get("redo", False):
+            resume.start_over(job_dir)
+            progress.say("redo=true: starting afresh")
+        else:
+            earlier = finished_result(job_dir, cfg)
+            if earlier:
+                progress.say(f"finished earlier: BLEU {earlier['bleu']:.2f}; kept")
+                return earlier
+        return _run(cfg, spec, job_dir, env, limits, progress)
 
+
+def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) -> dict:
     started = time.monotonic()
     prepared = prepare_corpus(cfg.data, Path(cfg.paths.cache_dir), log=progress.say)
     record = base_record(cfg, spec, job_dir)
     record["corpus"] = prepared.record()
     write_json_atomic(job_dir / "provenance.json", provenance())
-    save_dir = job_dir / "checkpoints"
-    shutil.rmtree(save_dir, ignore_errors=True)  # a killed earlier attempt restarts from scratch
-    budget = cfg.budget
-    timeout_s = float(budget.step_timeout_min) * 60
-    train_argv = train_command(prepared.bin_dir, save_dir, spec, cfg, OmegaConf.to_container(budget.optim[spec.family]))
+    save_dir = job_dir / resume.CHECKPOINTS
+    plan = resume.plan(job_dir, cfg)
+    if plan.message:
+        progress.say(plan.message)
+    if limits.note and plan.action != "score":
+        progress.say(limits.note)
+    train_argv = train_command(prepared.bin_dir, save_dir, spec, cfg, OmegaConf.to_container(cfg.budget.optim[spec.family]))
     splits = ["test"] + (["test_long"] if cfg.generation.test_long and "test_long" in prepared.subsets else [])
-    generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / "checkpoint_best.pt", prepared.subsets[split],
+    generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / resume.BEST, prepared.subsets[split],
                                               prepared.remove_bpe, cfg) for split in splits}
     write_text_atomic(job_dir / "commands.sh", commands_script(job_dir, env, train_argv, generate_argvs))
+    phase = "fairseq-train"
     try:
-        progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
-        record["train_wall_s"] = round(run_step("fairseq-train", train_argv, job_dir / "train.log", timeout_s,
-                                                progress.on_train_line, env=env), 1)
-        summary = training_summary((job_dir / "train.log").read_text(encoding="utf-8", errors="replace").splitlines())
-        if summary["valid_ppl"] is None or not (save_dir / "checkpoint_best.pt").exists():
-            raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {job_dir / 'train.log'})")
-        record.update(valid_ppl=summary["valid_ppl"], num_updates=summary["num_updates"],
-                      epochs=summary["epochs"], best_epoch=summary["best_epoch"])
+        training = plan.training if plan.action == "score" else \
+            train(cfg, spec, job_dir, train_argv, env, limits.train_s, plan.action == "resume", progress)
+        record.update(training)
         for split, argv in generate_argvs.items():
+            phase = f"fairseq-generate ({split})"
             generate_started = time.monotonic()
-            scores = generate_and_score(split, argv, prepared, job_dir, timeout_s, env)
+            scores = generate_and_score(split, argv, prepared, job_dir, limits.other_s, env)
             suffix = "" if split == "test" else f"_{split}"
             record.update({f"{k}{suffix}": v for k, v in scores.items()})
             record[f"generate_wall_s{suffix}"] = round(time.monotonic() - generate_started, 1)
@@ -81,16 +101,55 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
         progress.say(f"BLEU {record['bleu']:.2f} (tokenized {record['tok_bleu']:.2f}) | valid ppl {record['valid_ppl']:.2f}")
     except (StepFailed, IncompleteOutput) as err:
         record["error"] = str(err)
+    except StopRequested as stop:
+        record.update(status="interrupted", error=interrupted_reason(stop, phase, job_dir))
     except Exception as err:  # recorded, never lost: the traceback goes to error.log
         record["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
         write_text_atomic(job_dir / "error.log", traceback.format_exc())
     finally:
-        tidy_checkpoints(save_dir, cfg.keep_checkpoints)
+        if record["status"] == "ok":  # an unfinished cell keeps every checkpoint, to resume from
+            tidy_checkpoints(save_dir, cfg.keep_checkpoints)
         record["cell_wall_s"] = round(time.monotonic() - started, 1)
         write_result(job_dir, record)
-    if record["status"] != "ok":
+    if record["status"] == "interrupted":
+        progress.say(f"INTERRUPTED: {record['error']}")
+    elif record["status"] != "ok":
         progress.say(f"FAILED: {record['error']}")
     return record
+
+
+def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress) -> dict:
+    """fairseq-train, fresh or resumed from ``checkpoint_last.pt`` (fairseq's own restore; the log
+    is appended to). Returns the training's fields of the record."""
+    log = job_dir / "train.log"
+    resume.begin_training(job_dir, cfg)
+    progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
+    started = time.monotonic()
+    try:
+        run_step("fairseq-train", argv, log, limit_s, progress.on_train_line, env=env, append=resuming,
+                 stop_if=non_finite_loss)
+    finally:
+        wall = resume.add_training_time(job_dir, time.monotonic() - started)
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    summary = training_summary(lines)
+    if summary["valid_ppl"] is None or not resume.intact(job_dir / resume.CHECKPOINTS / resume.BEST):
+        raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
+    training = {"valid_ppl": summary["valid_ppl"], "num_updates": summary["num_updates"], "epochs": summary["epochs"],
+                "best_epoch": summary["best_epoch"], "train_wall_s": wall, "resumed_from_update": resumed_from(lines)}
+    resume.finish_training(job_dir, cfg, training)
+    return training
+
+
+def interrupted_reason(stop: StopRequested, phase: str, job_dir: Path) -> str:
+    name = signal.Signals(stop.signum).name
+    if phase != "fairseq-train":
+        return f"interrupted by {name} during {phase}; training is finished: a rerun scores it"
+    log = job_dir / "train.log"
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+    saved = last_saved_update(lines)
+    if saved is None:
+        return f"interrupted by {name} during {phase}, before its first checkpoint: a rerun starts it afresh"
+    return f"interrupted by {name} during {phase}; its checkpoint at update {saved} is kept: a rerun resumes from it"
 
 
 def logger_environment(logger) -> dict:

@@ -46,6 +46,9 @@ def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
         "--seed", str(cfg.seed),
         "--save-dir", str(save_dir),
         "--no-epoch-checkpoints",
+        # Checkpoints often enough that an interruption loses little; the harness resumes from them.
+        *(["--save-interval-updates", str(budget.save_interval_updates), "--keep-interval-updates", "1"]
+          if budget.get("save_interval_updates", 0) else []),
         # fairseq #5036: with the default multiple of 8 the last valid batch can be dropped.
         "--required-batch-size-multiple", "1",
         "--log-format", "json", "--log-interval", "50",

@@ -17,21 +17,85 @@ def parse_record(line: str):
         return None
 
 
+# The update count of each kind of record.
+_UPDATES_KEY = {"train": "train_num_updates", "valid": "valid_num_updates", "train_inner": "num_updates"}
+_LOADED = re.compile(r"Loaded checkpoint (.+) \(epoch (\d+) @ (\d+) updates\)")
+_SAVED = re.compile(r"Saved checkpoint (.+) \(epoch (\d+) @ (\d+) updates")
+
+
+def record_updates(kind: str, rec: dict) -> int:
+    return int(float(rec.get(_UPDATES_KEY[kind], 0) or 0))
+
+
+def loaded_checkpoint_updates(line: str):
+    """The update count fairseq restored training from, on its ``Loaded checkpoint`` line; else None."""
+    match = _LOADED.search(line)
+    return int(match.group(3)) if match else None
+
+
+def saved_checkpoint_updates(line: str):
+    """The update count of a checkpoint fairseq finished saving (all its copies), else None."""
+    match = _SAVED.search(line)
+    return int(match.group(3)) if match else None
+
+
+def save_began(line: str) -> bool:
+    return "Preparing to save checkpoint" in line
+
+
+def save_ended(line: str) -> bool:
+    return _SAVED.search(line) is not None
+
+
+def resumed_from(log_lines) -> int:
+    """The update count the last run in a (possibly appended) train log restored from; 0 if fresh."""
+    found = 0
+    for line in log_lines:
+        if "No existing checkpoint found" in line:
+            found = 0
+        else:
+            updates = loaded_checkpoint_updates(line)
+            if updates is not None:
+                found = updates
+    return found
+
+
+def last_saved_update(log_lines):
+    saved = None
+    for line in log_lines:
+        updates = saved_checkpoint_updates(line)
+        if updates is not None:
+            saved = updates
+    return saved
+
+
+def training_records(log_lines):
+    """``(kind, record)`` of the training that the checkpoints hold. A log may hold several runs
+    (a cell resumed after an interruption): when a run restores update U, what earlier runs logged
+    after U was lost with them and is dropped."""
+    records = []
+    for line in log_lines:
+        restored = loaded_checkpoint_updates(line)
+        if restored is not None:
+            records = [(k, r) for k, r in records if record_updates(k, r) <= restored]
+            continue
+        parsed = parse_record(line)
+        if parsed:
+            records.append(parsed)
+    return records
+
+
 def training_summary(log_lines) -> dict:
     """Best validation record (lowest loss: fairseq's checkpoint_best) and the final update count."""
     best, num_updates, epochs = None, 0, 0
-    for line in log_lines:
-        parsed = parse_record(line)
-        if not parsed:
-            continue
-        kind, rec = parsed
+    for kind, rec in training_records(log_lines):
         if kind == "valid" and "valid_loss" in rec:
             if best is None or float(rec["valid_loss"]) < float(best["valid_loss"]):
                 best = rec
-            num_updates = max(num_updates, int(float(rec.get("valid_num_updates", 0))))
+            num_updates = max(num_updates, record_updates(kind, rec))
         elif kind == "train":
             epochs = max(epochs, int(rec.get("epoch", 0)))
-            num_updates = max(num_updates, int(float(rec.get("train_num_updates", 0))))
+            num_updates = max(num_updates, record_updates(kind, rec))
     return {
         "valid_ppl": float(best["valid_ppl"]) if best else None,
         "valid_loss": float(best["valid_loss"]) if best else None,

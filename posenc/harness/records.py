@@ -11,17 +11,26 @@ from posenc.report.records import FIELDS, HYPOTHESES_FILE, RESULT_FILE, read_res
 
 
 # Keys that never change a cell's outcome: Hydra's own node, how a run is shown, where the cache
-# is, and how the machine is used (runtime: thread counts, OpenMP waiting).
-NOT_OUTCOME = ("hydra", "progress", "paths", "runtime")
+# is, how the machine is used (runtime: thread counts, OpenMP waiting), redo (run it again), and
+# the hard safety limit of a step (a step it stops fails; it never changes a result).
+NOT_OUTCOME = ("hydra", "progress", "paths", "runtime", "redo", "budget.step_timeout_min")
 
 
 def config_hash(cfg, ignore=()) -> str:
     """Fingerprint of everything that determines a cell's outcome (the resolved config without
-    the keys in NOT_OUTCOME and ``ignore``). Keys are resolved one by one, so an ignored key is
-    never resolved (``runtime`` reads the launcher's settings, which exist only inside a job)."""
+    the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``). Keys are resolved one by one, so
+    an ignored top-level key is never resolved (``runtime`` reads the launcher's settings, which
+    exist only inside a job)."""
     skip = set(NOT_OUTCOME) | set(ignore)
     data = {key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
             for key in cfg if key not in skip}
+    for dotted in (k for k in skip if "." in k):
+        *parents, leaf = dotted.split(".")
+        node = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -32,6 +41,19 @@ def base_record(cfg, spec, job_dir: Path) -> dict:
         "seed": int(cfg.seed), "status": "failed", "error": "", "bleu": None, "bleu_signature": "",
         "tok_bleu": None, "valid_ppl": None, "test_sentences": None, "num_updates": None,
         "train_wall_s": None, "hypotheses": "", "job_dir": str(job_dir), "config_hash": config_hash(cfg),
+        "resumed_from_update": 0,
+    }
+
+
+def refused_record(cfg, job_dir: Path, error: str) -> dict:
+    """The record of a sweep cell refused before any work (a value it cannot take): failed, with
+    the refusal as its error, so the sweep goes on and its table shows the cell."""
+    get = lambda key: OmegaConf.select(cfg, key, default=None)  # noqa: E731 (any of them may be the bad one)
+    return {
+        "experiment": get("experiment_name"), "model": get("model.name"), "data": get("data.name"), "pe": get("pe"),
+        "placement": get("placement"), "encoder_pos": "", "decoder_pos": "", "seed": get("seed"), "status": "failed",
+        "error": error, "bleu": None, "bleu_signature": "", "tok_bleu": None, "valid_ppl": None, "test_sentences": None,
+        "num_updates": None, "train_wall_s": None, "hypotheses": "", "job_dir": str(job_dir), "resumed_from_update": 0,
     }
 
 

@@ -1,66 +1,73 @@
-"""Running one fairseq step as a child process: logged, time-boxed, streamed line by line."""
+"""Running one fairseq step as a child process: logged, time-boxed, streamed line by line,
+stoppable by a signal to the harness, and never left running behind it."""
 
-import os
-import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+from posenc.harness import children
+from posenc.harness.failures import exit_reason
 from posenc.harness.runtime import child_environment
+from posenc.harness.signals import STOP, StopRequested, deferred
 
 
 class StepFailed(RuntimeError):
-    """A fairseq step exited non-zero or ran out of time; the message is one line."""
+    """A fairseq step exited non-zero, ran out of time or was stopped; the message is one line."""
 
 
-def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_line=None, env: dict = None) -> float:
+def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_line=None, env: dict = None,
+             append: bool = False, stop_if=None) -> float:
     """Run ``argv`` in the user's environment with ``env`` (the harness's variables, see
     ``posenc.harness.runtime``) on top, and nothing else; every output line goes to ``log_path``
-    and to ``on_line``. Returns wall seconds.
+    (appended to with ``append``) and to ``on_line``. ``stop_if(line)`` may return a reason to stop
+    the step (a diverging loss). Returns wall seconds.
 
-    Raises StepFailed naming the step, the exit status (or the time limit) and the log file.
+    Raises StepFailed naming the step and why (exit status, time limit, ``stop_if``'s reason) and
+    the log file; StopRequested when a signal to this process stopped it.
     """
     started = time.monotonic()
-    with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=child_environment(env or {}), start_new_session=True, errors="replace")
-        timed_out = threading.Event()
-
-        def kill():
-            timed_out.set()
-            _kill_group(proc)
-
-        timer = threading.Timer(timeout_s, kill) if timeout_s and timeout_s > 0 else None
-        if timer:
-            timer.start()
+    # Line-buffered: the log is whole up to the last line even when the harness is killed outright.
+    with open(log_path, "a" if append else "w", encoding="utf-8", buffering=1) as log:
+        with deferred():  # no signal between starting the child and registering it
+            if STOP.requested:
+                raise StopRequested(STOP.signum)
+            proc = children.start(argv, child_environment(env or {}), stdout=subprocess.PIPE)
+            stopper = STOP.child = children.GracefulStop(proc)
+        limit = threading.Timer(timeout_s, stopper.request, ("time limit",)) if timeout_s and timeout_s > 0 else None
+        if limit:
+            limit.daemon = True
+            limit.start()
+        stop_reason = None
         try:
             for line in proc.stdout:
                 log.write(line)
+                stopper.on_line(line)
                 if on_line:
                     on_line(line)
+                if stop_if and stop_reason is None:
+                    stop_reason = stop_if(line)
+                    if stop_reason:
+                        stopper.request(stop_reason)
             proc.wait()
-        except BaseException:  # Ctrl-C or a killed sweep: never leave fairseq running behind
-            _kill_group(proc)
+        except BaseException:  # anything unexpected here: never leave fairseq running behind
+            children.kill_group(proc)
+            proc.wait()
             raise
         finally:
-            if timer:
-                timer.cancel()
-    if timed_out.is_set():
-        raise StepFailed(f"{name} exceeded its time limit of {timeout_s / 60:.1f} min (log: {log_path})")
-    if proc.returncode != 0:
-        raise StepFailed(f"{name} exited with status {proc.returncode}: {_last_error(log_path)} (log: {log_path})")
-    return time.monotonic() - started
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-
-
-def _last_error(log_path: Path) -> str:
-    lines = [ln.strip() for ln in Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "no output"
+            STOP.child = None
+            stopper.close()
+            if limit:
+                limit.cancel()
+            log.flush()
+    if proc.returncode == 0:  # finished, even if a stop came too late to matter
+        return time.monotonic() - started
+    if stopper.reason == "time limit":
+        raise StepFailed(f"{name} exceeded its time limit of {timeout_s / 60:.1f} min; its checkpoints are kept, "
+                         f"a rerun resumes it (log: {log_path})")
+    if stopper.reason and stopper.reason == stop_reason:
+        raise StepFailed(f"{name} stopped: {stop_reason} (log: {log_path})")
+    if stopper.reason:  # a signal to this process
+        raise StopRequested(STOP.signum)
+    lines = Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines()
+    raise StepFailed(f"{exit_reason(name, proc.returncode, lines)} (log: {log_path})")

@@ -1,14 +1,26 @@
-"""At the end of a sweep: ``results.csv`` and ``table.md`` in the sweep directory, and the table printed."""
+"""At the end of a sweep: ``results.csv`` and ``table.md`` in the sweep directory, the table printed,
+then one summary line; the sweep's exit status is non-zero when any cell failed, was interrupted
+or never reported. The tables are written whatever happened to the cells."""
 
+import sys
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
-from posenc.report.table import write_sweep_tables
+from posenc.harness.outcome import SWEEP_EXIT, summarize
+from posenc.harness.signals import STOP
+from posenc.report.table import SweepError, write_sweep_tables
 
 
 class SweepReport(Callback):
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        if sweep_dir.exists():
+        if not sweep_dir.exists():
+            return
+        try:
             print(write_sweep_tables(sweep_dir), flush=True)
+        except SweepError as err:  # e.g. no cell reported at all: the summary line says so
+            print(f"posenc-run: no table: {err}", file=sys.stderr, flush=True)
+        line, status = summarize(sweep_dir, interrupted_by=STOP.exit_status())
+        print(line, flush=True)
+        SWEEP_EXIT["status"] = status

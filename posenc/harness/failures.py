@@ -1,0 +1,57 @@
+"""One-line reasons for a fairseq step that went wrong: divergence, out of memory, a crash, a kill."""
+
+import math
+import re
+import signal
+
+from posenc.harness.fairseq_logs import parse_record, record_updates, resumed_from
+
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): ?(.*)$")
+_LOSS_KEYS = ("loss", "train_loss", "valid_loss", "nll_loss", "train_nll_loss", "valid_nll_loss")
+
+
+def non_finite_loss(line: str):
+    """``loss is inf at update 3`` when a fairseq record on this line reports a NaN or infinite
+    loss, else None."""
+    parsed = parse_record(line)
+    if not parsed:
+        return None
+    kind, rec = parsed
+    for key in _LOSS_KEYS:
+        if key in rec:
+            try:
+                value = float(rec[key])
+            except (TypeError, ValueError):
+                continue
+            if not math.isfinite(value):
+                return f"{key.replace('train_', '').replace('valid_', 'valid ')} is {value} at update {record_updates(kind, rec)}"
+    return None
+
+
+def last_update(log_lines) -> int:
+    """The highest update count the log shows (records, or the checkpoint a run restored)."""
+    seen = resumed_from(log_lines)
+    for line in log_lines:
+        parsed = parse_record(line)
+        if parsed:
+            seen = max(seen, record_updates(*parsed))
+    return seen
+
+
+def exit_reason(name: str, returncode: int, log_lines) -> str:
+    """Why ``name`` ended with ``returncode``: one line, from its log where the log says."""
+    errors = [m for m in (_EXCEPTION.match(ln.strip()) for ln in log_lines) if m]
+    last = errors[-1] if errors else None
+    if last and last.group(1).endswith("FloatingPointError"):
+        return (f"training diverged: {last.group(2) or 'loss or gradients are NaN or inf'} "
+                f"after update {last_update(log_lines)} or later (fairseq's FloatingPointError)")
+    if last and re.search(r"out of memory", last.group(0), re.IGNORECASE):
+        return f"out of memory: {last.group(0)[:300]}"
+    if returncode < 0:
+        name_of = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else str(-returncode)
+        hint = " (out of memory? the kernel's OOM killer sends SIGKILL)" if -returncode == signal.SIGKILL else ""
+        return f"{name} was killed by {name_of}{hint}"
+    if last:
+        return f"{name} exited with status {returncode}: {last.group(0)[:300]}"
+    lines = [ln.strip() for ln in log_lines if ln.strip()]
+    return f"{name} exited with status {returncode}: {lines[-1][:300] if lines else 'no output'}"

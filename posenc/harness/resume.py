@@ -1,0 +1,134 @@
+"""Resuming a cell where it stopped.
+
+A cell directory keeps fairseq's ``checkpoints/`` and ``state.json``: the hash of the training
+configuration the checkpoints belong to and, once training ended, its summary. A rerun
+
+- scores a cell whose training finished (and whose best checkpoint is intact) without retraining;
+- resumes an unfinished cell from ``checkpoints/checkpoint_last.pt`` with fairseq's own restore
+  (optimizer, scheduler, data iterator and update count carry on);
+- starts afresh, and says why, when the training configuration changed, on ``redo=true``, or
+  when there is nothing intact to resume from.
+
+Only checkpoints that fairseq wrote into the cell's own ``checkpoints/`` are ever loaded: a
+symbolic link in there, or a file cut short (the zip archive torch writes lacks its end record),
+is never handed to fairseq.
+"""
+
+import json
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from posenc.atomic import copy_atomic, write_json_atomic
+from posenc.harness.records import HYPOTHESES_FILE, RESULT_FILE, config_hash
+
+STATE_FILE = "state.json"
+CHECKPOINTS = "checkpoints"
+LAST = "checkpoint_last.pt"
+BEST = "checkpoint_best.pt"
+# Keys that do not change what training produces: changing them keeps a cell's checkpoints
+# (a new beam size rescores the trained model; it does not retrain it).
+NOT_TRAINING = ("generation", "keep_checkpoints", "logger", "experiment_name", "skip_impossible")
+_INTERVAL = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
+
+
+def training_hash(cfg) -> str:
+    return config_hash(cfg, ignore=NOT_TRAINING)
+
+
+@dataclass
+class Plan:
+    action: str                                   # "fresh", "resume" or "score"
+    message: str = ""                             # what to tell the user ("" for a plain fresh start)
+    training: dict = field(default_factory=dict)  # the finished training's summary ("score")
+
+
+def intact(checkpoint: Path) -> bool:
+    """A checkpoint fairseq wrote here, whole: a regular file (not a link to elsewhere) that is a
+    complete zip archive (torch's format; one cut short has no end-of-archive record)."""
+    return checkpoint.is_file() and not checkpoint.is_symlink() and zipfile.is_zipfile(checkpoint)
+
+
+def read_state(job_dir: Path):
+    try:
+        state = json.loads((Path(job_dir) / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def start_over(job_dir: Path) -> None:
+    """Forget everything a cell did: checkpoints, state and result (logs are overwritten by the
+    new run)."""
+    job_dir = Path(job_dir)
+    shutil.rmtree(job_dir / CHECKPOINTS, ignore_errors=True)
+    for name in (STATE_FILE, RESULT_FILE, HYPOTHESES_FILE):
+        (job_dir / name).unlink(missing_ok=True)
+
+
+def plan(job_dir: Path, cfg) -> Plan:
+    """What to do with the cell in ``job_dir`` under ``cfg`` (it may clear stale state)."""
+    job_dir = Path(job_dir)
+    saved = job_dir / CHECKPOINTS
+    state = read_state(job_dir)
+    if state is None:
+        if any(saved.glob("*.pt")):
+            start_over(job_dir)
+            return Plan("fresh", "checkpoints without a record of their configuration: starting afresh")
+        return Plan("fresh")
+    if state.get("training_hash") != training_hash(cfg):
+        start_over(job_dir)
+        return Plan("fresh", "the configuration changed since this cell's checkpoints were saved: starting afresh")
+    if state.get("finished"):
+        if intact(saved / BEST):
+            training = state.get("training", {})
+            return Plan("score", f"training finished earlier ({training.get('num_updates', '?')} updates): "
+                                 "scoring it without retraining", training)
+        start_over(job_dir)
+        return Plan("fresh", f"training finished earlier but {CHECKPOINTS}/{BEST} is gone or damaged: training afresh")
+    source = _resumable(saved)
+    if source is None:
+        note = f"{CHECKPOINTS}/{LAST} is damaged and no other checkpoint is whole: " if (saved / LAST).exists() else ""
+        start_over(job_dir)
+        return Plan("fresh", (note + "starting afresh") if note else "")
+    if source.name != LAST:
+        copy_atomic(source, saved / LAST)
+        return Plan("resume", f"{CHECKPOINTS}/{LAST} is damaged (cut short while it was written): "
+                              f"resuming from {CHECKPOINTS}/{source.name}")
+    return Plan("resume", f"resuming from {CHECKPOINTS}/{LAST}")
+
+
+def _resumable(saved: Path):
+    """The newest whole checkpoint to resume from: ``checkpoint_last.pt``, else the newest
+    ``checkpoint_<epoch>_<updates>.pt`` (``--save-interval-updates``), else None."""
+    if intact(saved / LAST):
+        return saved / LAST
+    interval = sorted((int(m.group(1)), p) for p in saved.glob("checkpoint_*_*.pt") if (m := _INTERVAL.match(p.name)))
+    for _, path in reversed(interval):
+        if intact(path):
+            return path
+    return None
+
+
+def begin_training(job_dir: Path, cfg) -> dict:
+    """Record which configuration the checkpoints about to be written belong to."""
+    state = read_state(job_dir) or {}
+    state = {"training_hash": training_hash(cfg), "finished": False, "train_wall_s": state.get("train_wall_s", 0.0)}
+    write_json_atomic(Path(job_dir) / STATE_FILE, state)
+    return state
+
+
+def add_training_time(job_dir: Path, seconds: float) -> float:
+    """Add a training run's wall time to the cell's total (runs killed outright are not counted)."""
+    state = read_state(job_dir) or {}
+    state["train_wall_s"] = round(float(state.get("train_wall_s", 0.0)) + seconds, 1)
+    write_json_atomic(Path(job_dir) / STATE_FILE, state)
+    return state["train_wall_s"]
+
+
+def finish_training(job_dir: Path, cfg, training: dict) -> None:
+    state = read_state(job_dir) or {}
+    write_json_atomic(Path(job_dir) / STATE_FILE, {**state, "training_hash": training_hash(cfg), "finished": True,
+                                                   "training": training})
