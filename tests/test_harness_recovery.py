@@ -122,6 +122,24 @@ def test_a_finished_training_is_scored_without_retraining(tmp_path):
     assert plan.action == "score" and plan.training["num_updates"] == 20 and plan.training["resumed_from_update"] == 12
 
 
+def test_a_training_that_ended_unnoticed_is_scored_not_resumed(tmp_path):
+    """fairseq finished, but the harness was killed before it noted so: resuming would train one
+    update more than asked, so the cell is scored as it is."""
+    cfg = cfg_of()
+    resume.begin_training(tmp_path, cfg)
+    fake_checkpoint(tmp_path / "checkpoints" / "checkpoint_best.pt")
+    fake_checkpoint(tmp_path / "checkpoints" / "checkpoint_last.pt")
+    log = ["INFO | fairseq.trainer | Preparing to load checkpoint /c/checkpoint_last.pt",
+           "INFO | fairseq.trainer | No existing checkpoint found /c/checkpoint_last.pt",
+           rec("valid", 20, epoch=1, valid_loss="4.0", valid_ppl="16"), rec("train", 20, epoch=1)]
+    (tmp_path / "train.log").write_text("\n".join(log) + "\n")
+    assert resume.plan(tmp_path, cfg).action == "resume"
+    (tmp_path / "train.log").write_text("\n".join(log + ["INFO | fairseq_cli.train | done training in 9.0 seconds"]) + "\n")
+    plan = resume.plan(tmp_path, cfg)
+    assert plan.action == "score" and plan.training["num_updates"] == 20 and plan.training["valid_ppl"] == 16.0
+    assert resume.read_state(tmp_path)["finished"]
+
+
 def test_a_truncated_last_checkpoint_is_never_handed_to_fairseq(tmp_path):
     cfg = cfg_of()
     resume.begin_training(tmp_path, cfg)
@@ -189,7 +207,7 @@ def test_divergence_reasons():
     crash = [rec("train", 2, epoch=1), "Traceback (most recent call last):", "  File x",
              "FloatingPointError: gradients are Nan/Inf"]
     assert exit_reason("fairseq-train", 1, crash) == \
-        "training diverged: gradients are Nan/Inf after update 2 or later (fairseq's FloatingPointError)"
+        "training diverged in update 3 or later: gradients are Nan/Inf (fairseq's FloatingPointError)"
 
 
 def test_out_of_memory_and_kills_are_named():

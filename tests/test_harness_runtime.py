@@ -11,6 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 
+from posenc.harness import runtime
 from posenc.harness.commands import commands_script
 from posenc.harness.runtime import ALWAYS, added_environment, cells_at_once, thread_count
 from posenc.harness.spec import ConfigError
@@ -127,3 +128,12 @@ def test_commands_sh_quotes_every_word(tmp_path):
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text()) == odd
+
+
+def test_what_libraries_put_into_posenc_runs_own_environment_stays_there(monkeypatch):
+    """joblib, imported when Hydra scans its launcher plugins, sets KMP_INIT_AT_FORK in the parent."""
+    monkeypatch.setattr(runtime, "STARTUP_ENV", {"PATH": "/bin"})
+    monkeypatch.setenv("KMP_INIT_AT_FORK", "FALSE")
+    assert "KMP_INIT_AT_FORK" not in runtime.child_environment(ALWAYS)
+    monkeypatch.setattr(runtime, "STARTUP_ENV", {"KMP_INIT_AT_FORK": "FALSE"})  # the user's own: kept
+    assert runtime.child_environment(ALWAYS)["KMP_INIT_AT_FORK"] == "FALSE"

@@ -43,8 +43,9 @@ def exit_reason(name: str, returncode: int, log_lines) -> str:
     errors = [m for m in (_EXCEPTION.match(ln.strip()) for ln in log_lines) if m]
     last = errors[-1] if errors else None
     if last and last.group(1).endswith("FloatingPointError"):
-        return (f"training diverged: {last.group(2) or 'loss or gradients are NaN or inf'} "
-                f"after update {last_update(log_lines)} or later (fairseq's FloatingPointError)")
+        # fairseq raises before logging the update it failed in: name the earliest it can be.
+        return (f"training diverged in update {last_update(log_lines) + 1} or later: "
+                f"{last.group(2) or 'loss or gradients are NaN or inf'} (fairseq's FloatingPointError)")
     if last and re.search(r"out of memory", last.group(0), re.IGNORECASE):
         return f"out of memory: {last.group(0)[:300]}"
     if returncode < 0:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from posenc.atomic import copy_atomic, write_json_atomic
+from posenc.harness.fairseq_logs import resumed_from, training_summary
 from posenc.harness.records import HYPOTHESES_FILE, RESULT_FILE, config_hash
 
 STATE_FILE = "state.json"
@@ -88,6 +89,11 @@ def plan(job_dir: Path, cfg) -> Plan:
                                  "scoring it without retraining", training)
         start_over(job_dir)
         return Plan("fresh", f"training finished earlier but {CHECKPOINTS}/{BEST} is gone or damaged: training afresh")
+    finished = finished_in_log(job_dir)
+    if finished and intact(saved / BEST):  # fairseq ended normally, the harness was stopped before it noted so
+        finish_training(job_dir, cfg, {**finished, "train_wall_s": state.get("train_wall_s")})
+        return Plan("score", f"training finished earlier ({finished['num_updates']} updates): "
+                             "scoring it without retraining", {**finished, "train_wall_s": state.get("train_wall_s")})
     source = _resumable(saved)
     if source is None:
         note = f"{CHECKPOINTS}/{LAST} is damaged and no other checkpoint is whole: " if (saved / LAST).exists() else ""
@@ -98,6 +104,25 @@ def plan(job_dir: Path, cfg) -> Plan:
         return Plan("resume", f"{CHECKPOINTS}/{LAST} is damaged (cut short while it was written): "
                               f"resuming from {CHECKPOINTS}/{source.name}")
     return Plan("resume", f"resuming from {CHECKPOINTS}/{LAST}")
+
+
+def finished_in_log(job_dir: Path):
+    """The training fields of the record when the last fairseq-train run in ``train.log`` ended
+    normally (``done training``), else None. (Resuming a finished training would not be a no-op:
+    fairseq trains one more update before it checks its caps.)"""
+    log = Path(job_dir) / "train.log"
+    if not log.exists():
+        return None
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    runs = [i for i, line in enumerate(lines) if "Preparing to load checkpoint" in line]
+    last_run = lines[runs[-1]:] if runs else lines
+    if not any("done training in" in line for line in last_run):
+        return None
+    summary = training_summary(lines)
+    if summary["valid_ppl"] is None:
+        return None
+    return {"valid_ppl": summary["valid_ppl"], "num_updates": summary["num_updates"], "epochs": summary["epochs"],
+            "best_epoch": summary["best_epoch"], "resumed_from_update": resumed_from(lines)}
 
 
 def _resumable(saved: Path):

@@ -11,6 +11,9 @@ same run. Variables the harness always sets:
 
 Set only when the config asks: ``OMP_NUM_THREADS`` (``runtime.threads``) and
 ``OMP_WAIT_POLICY`` (``runtime.omp_wait_policy``).
+
+(Python itself sets ``LC_CTYPE=C.UTF-8`` when started under the bare C locale (PEP 538), in
+posenc-run as in fairseq's own process when run by hand; it changes nothing fairseq does.)
 """
 
 import os
@@ -81,6 +84,16 @@ def added_environment(runtime, user_env: Mapping = None) -> dict:
     return added
 
 
+# What posenc-run's environment was when it started, before any library ran.
+STARTUP_ENV = dict(os.environ)
+# Variables that libraries imported by posenc-run put into its own environment, and which are not
+# the user's: joblib (imported when Hydra scans its launcher plugins) sets KMP_INIT_AT_FORK=FALSE.
+# They reach fairseq only if the user's environment had them already.
+LIBRARY_SIDE_EFFECTS = ("KMP_INIT_AT_FORK",)
+
+
 def child_environment(added: Mapping, user_env: Mapping = None) -> dict:
     """The whole environment of a child: the user's, with the harness's variables on top."""
-    return {**(os.environ if user_env is None else user_env), **added}
+    base = os.environ if user_env is None else user_env
+    own = {k: v for k, v in base.items() if k not in LIBRARY_SIDE_EFFECTS or k in STARTUP_ENV}
+    return {**own, **added}

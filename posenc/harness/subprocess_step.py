@@ -63,8 +63,8 @@ def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_lin
     if proc.returncode == 0:  # finished, even if a stop came too late to matter
         return time.monotonic() - started
     if stopper.reason == "time limit":
-        raise StepFailed(f"{name} exceeded its time limit of {timeout_s / 60:.1f} min; its checkpoints are kept, "
-                         f"a rerun resumes it (log: {log_path})")
+        raise StepFailed(f"{name} exceeded its time limit of {timeout_s / 60:.1f} min; the cell's checkpoints are "
+                         f"kept for a rerun (log: {log_path})")
     if stopper.reason and stopper.reason == stop_reason:
         raise StepFailed(f"{name} stopped: {stop_reason} (log: {log_path})")
     if stopper.reason:  # a signal to this process

@@ -127,7 +127,8 @@ def _notes(sweep: Sweep, prefix: str) -> str:
     lines = []
     for rec in sweep.records:
         if rec.get("status") != "ok":
-            lines.append(f"{prefix}FAILED {rec['_cell']}: {rec.get('error') or 'no error recorded'}")
+            status = "INTERRUPTED" if rec.get("status") == "interrupted" else "FAILED"
+            lines.append(f"{prefix}{status} {rec['_cell']}: {rec.get('error') or 'no error recorded'}")
     lines += [f"{prefix}MISSING {name}: planned, never reported" for name in sweep.missing]
     lines += [f"{prefix}UNREADABLE {name}" for name in sweep.unreadable]
     return ("\n".join(lines) + "\n") if lines else ""
