@@ -137,3 +137,18 @@ def test_what_libraries_put_into_posenc_runs_own_environment_stays_there(monkeyp
     assert "KMP_INIT_AT_FORK" not in runtime.child_environment(ALWAYS)
     monkeypatch.setattr(runtime, "STARTUP_ENV", {"KMP_INIT_AT_FORK": "FALSE"})  # the user's own: kept
     assert runtime.child_environment(ALWAYS)["KMP_INIT_AT_FORK"] == "FALSE"
+
+
+def test_runtime_and_redo_change_neither_a_cells_directory_nor_its_result_hash():
+    from hydra._internal.config_loader_impl import get_overrides_dirname
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from posenc.harness.records import config_hash
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        plain = compose(config_name="config", overrides=["placement=both"], return_hydra_config=True)
+        tuned = compose(config_name="config", overrides=["placement=both", "runtime=busy", "runtime.threads=2",
+                                                          "redo=true"], return_hydra_config=True)
+    naming = tuned.hydra.job.config.override_dirname
+    parsed = OverridesParser.create().parse_overrides(list(tuned.hydra.overrides.task))
+    assert get_overrides_dirname(overrides=parsed, exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep,
+                                 kv_sep=naming.kv_sep) == "placement=both"
+    assert config_hash(plain) == config_hash(tuned)
