@@ -1,18 +1,19 @@
 """posenc_fconv / posenc_transformer against stock fairseq models built in the same process."""
 
 import itertools
+import math
 
 import pytest
 import torch
 
-from fairseq_helpers import DummyTask, build, decoder_output, parse_args, random_batch
+from fairseq_helpers import PAD, DummyTask, build, decoder_output, parse_args, random_batch
 from posenc.kinds import FAMILY_KINDS
 
 FCONV_ARCHS = ["fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr"]
 TRANSFORMER_ARCHS = ["transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
                      "transformer_vaswani_wmt_en_de_big"]
 SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
-OUR_KEYS = {"arch", "encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "rope_base"}
+OUR_KEYS = {"arch", "encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "sinusoidal_base", "rope_base"}
 
 
 def assert_loads_strictly_and_matches(stock, ours, task):
@@ -193,3 +194,34 @@ def test_build_refuses_rope_for_fconv_in_process():
     from posenc.fairseq_plugin.fconv import PosencFConvModel
     with pytest.raises(ValueError, match="allowed: learned, sinusoidal, none"):
         PosencFConvModel.build_model(args, DummyTask())
+
+
+@pytest.mark.parametrize("arch,scale", [("posenc_fconv_small", 0.1 * 2 ** 0.5), ("posenc_transformer_small", 1.0)])
+def test_args_record_every_resolved_position_setting(arch, scale):
+    """fairseq saves the args in the checkpoint: every unset position flag is resolved in them."""
+    args = parse_args(arch)
+    assert (args.sinusoidal_variant, args.sinusoidal_base, args.rope_base) == ("fairseq", 10000.0, 10000.0)
+    assert args.sinusoidal_scale == pytest.approx(scale, rel=1e-15)
+    args = parse_args(arch, "--sinusoidal-scale", "0.5", "--sinusoidal-base", "500", "--sinusoidal-variant", "paper")
+    assert (args.sinusoidal_scale, args.sinusoidal_base, args.sinusoidal_variant) == (0.5, 500.0, "paper")
+
+
+def test_sinusoidal_base_reaches_the_model():
+    model, args = build("posenc_fconv_small", "--encoder-pos", "sinusoidal", "--sinusoidal-base", "100",
+                        "--sinusoidal-variant", "paper", "--sinusoidal-scale", "1")
+    rows = model.encoder.embed_positions(torch.full((1, 30), 5))[0].double()
+    d = args.encoder_embed_dim
+    for p in (0, 7, 29):
+        for i in (0, 5, d // 2 - 1):
+            angle = (p + PAD + 1) / 100 ** (2 * i / d)  # the first token sits at padding_idx + 1
+            assert rows[p, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-5)
+            assert rows[p, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-5)
+
+
+@pytest.mark.parametrize("flag", ["--sinusoidal-base", "--rope-base"])
+@pytest.mark.parametrize("value", ["1", "0.5", "-3", "inf"])
+def test_a_base_not_above_one_is_refused_by_argparse(flag, value, capsys):
+    with pytest.raises(SystemExit):
+        parse_args("posenc_transformer_small", flag, value)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert flag in err and "greater than 1" in err

@@ -14,17 +14,18 @@ from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
 from posenc.encodings import RotaryEmbedding
+from posenc.encodings.defaults import ROPE_BASE
 
 
 class RotaryMultiheadAttention(MultiheadAttention):
     """Self-attention only. Input/output ``(T, B, C)`` as in fairseq."""
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, rope_base=10000.0):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, rope_base=ROPE_BASE):
         super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True)
         self.rotary = RotaryEmbedding(self.head_dim, base=rope_base)
 
     @classmethod
-    def from_attention(cls, attn: MultiheadAttention, rope_base: float = 10000.0) -> "RotaryMultiheadAttention":
+    def from_attention(cls, attn: MultiheadAttention, rope_base: float = ROPE_BASE) -> "RotaryMultiheadAttention":
         """The rotary twin of a stock self-attention module, with its weights."""
         if not attn.self_attention or attn.use_xformers or attn.bias_k is not None or attn.add_zero_attn:
             raise ValueError("rope: only plain self-attention can be rotated (no cross-self-attention, "

@@ -30,17 +30,17 @@ def stock_position_kinds(args):
 
 
 def fill_transformer_position_defaults(args):
-    fill_position_defaults(args, *stock_position_kinds(args))
+    fill_position_defaults(args, *stock_position_kinds(args), family="transformer")
 
 
 def transformer_positions(kind, stock_table, embed_dim, padding_idx, max_positions_arg, args):
     """The additive position module of one side (None for ``rope`` and ``none``)."""
     if kind == "learned":
         return copy_learned_init(transformer_learned_positions(max_positions_arg, embed_dim, padding_idx), stock_table)
-    if kind == "sinusoidal":
-        scale = args.sinusoidal_scale if args.sinusoidal_scale is not None else 1.0
+    if kind == "sinusoidal":  # scale and base resolved by fill_transformer_position_defaults
         return SinusoidalPositionalEmbedding(embed_dim, padding_idx, variant=args.sinusoidal_variant,
-                                             init_size=max_positions_arg + padding_idx + 1, scale=scale)
+                                             init_size=max_positions_arg + padding_idx + 1,
+                                             scale=args.sinusoidal_scale, base=args.sinusoidal_base)
     return None
 
 
