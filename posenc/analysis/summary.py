@@ -63,8 +63,8 @@ def write_bases(report: dict, extras: dict, out_dir: str) -> list:
               "f(m) = <PE_x, PE_x+m> = sum_i cos(m w_i) (the same at every x). *Monotonicity*: mean over anchors of "
               "-Spearman(offset, proximity), 1 = falls everywhere. *Probes*: ridge regression to the position (MAE in "
               "positions) and logistic regression for the order of two positions, 5-fold over held-out positions "
-              "(Wang & Chen, EMNLP 2020). *3.1 max error*: max |PE(p+k) - M(k) PE(p)| over all p + k < N, in the "
-              "table's dtype.", "", "![bases](bases.png)"]
+              "(Wang & Chen, EMNLP 2020). *3.1 max error*: max |PE(p+k) - M(k) PE(p)| over all p + k < N with a float32 table "
+              "(float32 rotations too), and the offset k where it occurs.", "", "![bases](bases.png)"]
     write_text_atomic(os.path.join(out_dir, "bases.md"), "\n".join(lines) + "\n")
     write_json(report, out_dir)
     return ["bases.csv", "bases.md", "report.json", *report["figures"]]
