@@ -229,3 +229,19 @@ def test_sinusoidal_base_option(tmp_path, capsys):
     assert paper["values"]["frequencies"] == pytest.approx(sinusoid_frequencies(d, "paper", torch.float64, b).tolist())
     assert report["symmetry_holds_by_construction"] is True and "by construction" in report["symmetry_note"]
     assert "base 100" in (tmp_path / "report.md").read_text()
+
+
+def test_the_analysis_imports_neither_fairseq_nor_the_harness():
+    """Imports point one way: the analysis reads tables, checkpoints and records."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, posenc.analysis.cli, posenc.analysis.analyze, posenc.analysis.checkpoint, "
+            "posenc.analysis.sweep, posenc.analysis.bases, posenc.analysis.summary\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'fairseq' or m.startswith('posenc.harness') "
+            "or m.startswith('posenc.fairseq_plugin'))\n"
+            "print(bad)\nsys.exit(1 if bad else 0)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
