@@ -122,13 +122,30 @@ def test_placement_maps_to_the_side_flags(placement, expected):
 
 @pytest.mark.parametrize("overrides,message", [
     (["placement=sideways"], "placement='sideways' is not allowed; allowed: both, source, target, none"),
-    (["pe=alibi"], "pe='alibi' is not allowed; allowed: learned, sinusoidal, rope"),
+    (["pe=xpos"], "pe='xpos' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5"),
     (["pe=rope"], "pe='rope' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
+    (["pe=alibi"], "pe='alibi' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
+    (["pe=t5"], "pe='t5' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
 ])
 def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
     with pytest.raises(ConfigError) as err:
         cell_spec(compose_cfg(*overrides))
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("pe", ["alibi", "t5"])
+def test_attention_bias_kinds_reach_the_transformer_flags(pe):
+    cfg = compose_cfg("model=transformer_small", f"pe={pe}", "placement=source")
+    spec = cell_spec(cfg)
+    argv = train_command("bin", "ckpt", spec, cfg, {"optimizer": "adam"})
+    i = argv.index("--encoder-pos")
+    assert argv[i:i + 4] == ["--encoder-pos", pe, "--decoder-pos", "none"]
+
+
+def test_pe_grid_sweeps_every_kind():
+    from posenc.kinds import PE_KINDS
+    grid = OmegaConf.load(CONF / "experiment" / "pe_grid.yaml").hydra.sweeper.params
+    assert grid.pe.split(",") == list(PE_KINDS)
 
 
 def test_rope_with_placement_none_needs_no_kind():
@@ -139,6 +156,7 @@ def test_grid_skips():
     assert grid_skip_reason("fconv", "rope", "both")
     assert grid_skip_reason("transformer", "sinusoidal", "none")
     assert grid_skip_reason("transformer", "rope", "source") is None
+    assert grid_skip_reason("fconv", "t5", "target") and grid_skip_reason("transformer", "alibi", "both") is None
     assert grid_skip_reason("fconv", "learned", "none") is None
 
 
@@ -180,4 +198,4 @@ def test_a_grid_sweep_refuses_a_misspelt_value_instead_of_skipping_it(tmp_path):
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == \
-        "posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope"
+        "posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5"
