@@ -142,10 +142,22 @@ def test_attention_bias_kinds_reach_the_transformer_flags(pe):
     assert argv[i:i + 4] == ["--encoder-pos", pe, "--decoder-pos", "none"]
 
 
-def test_pe_grid_sweeps_every_kind():
+@pytest.mark.parametrize("experiment", ["pe_grid", "extrapolation"])
+def test_kind_sweeps_cover_every_kind(experiment):
     from posenc.kinds import PE_KINDS
-    grid = OmegaConf.load(CONF / "experiment" / "pe_grid.yaml").hydra.sweeper.params
+    grid = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
     assert grid.pe.split(",") == list(PE_KINDS)
+
+
+def test_extrapolation_preset_scores_the_long_split_on_the_transformer():
+    cfg = compose_cfg("experiment=extrapolation")
+    assert (cfg.model.family, cfg.data.name, cfg.generation.test_long, cfg.skip_impossible) == \
+        ("transformer", "synthetic", True, True)
+    assert cfg.hydra.sweep.dir == "results/sweeps/extrapolation"
+    params = cfg.hydra.sweeper.params
+    cells = [(pe, placement, seed) for pe in params.pe.split(",") for placement in params.placement.split(",")
+             for seed in str(params.seed).split(",") if grid_skip_reason("transformer", pe, placement) is None]
+    assert len(cells) == 5 * 2 * 3 + 3  # each kind on both sides and on the source side, plus none
 
 
 def test_rope_with_placement_none_needs_no_kind():
