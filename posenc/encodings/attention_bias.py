@@ -8,6 +8,8 @@ One module serves every layer of a side (T5 shares its bias across layers; for A
 layers reuse one cached bias). The part that depends on the lengths only is cached per
 ``(q_len, k_len, offset)``: the ALiBi bias itself, and T5's bucket indices (its bias is a lookup
 into learned weights, so it is gathered afresh on each call and gradients reach the weights).
+The cache keeps the last two lengths only: the layers of a side see the same lengths within
+one forward, and an ``(H, T, S)`` bias per length of a long run would pile up memory.
 """
 
 import math
@@ -27,7 +29,7 @@ T5_MAX_DISTANCE = 128
 class _LengthCache:
     """A small LRU map from a hashable key to a tensor (lengths vary from batch to batch)."""
 
-    def __init__(self, size: int = 16):
+    def __init__(self, size: int = 2):
         self.size = size
         self.entries = OrderedDict()
 
