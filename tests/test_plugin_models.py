@@ -165,6 +165,26 @@ def test_alibi_adds_no_parameters_and_t5_one_table_per_side():
     assert t5.decoder.relative_attention_bias.weight.grad is not None
 
 
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+def test_bias_is_computed_once_per_side_and_length(kind, monkeypatch):
+    """All layers of a side share one forward's lengths: the bias (ALiBi) or the bucket indices
+    (T5) are computed once per side, not once per layer."""
+    from posenc.encodings import attention_bias
+    made = []
+    if kind == "alibi":
+        original = attention_bias.AlibiBias._make
+        monkeypatch.setattr(attention_bias.AlibiBias, "_make", lambda self, *a: made.append(a) or original(self, *a))
+    else:
+        original = attention_bias.relative_position_bucket
+        monkeypatch.setattr(attention_bias, "relative_position_bucket", lambda *a: made.append(a) or original(*a))
+    task = DummyTask()
+    model, args = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", kind, task=task)
+    assert args.encoder_layers == args.decoder_layers == 3
+    src, src_lengths, prev = random_batch(task.source_dictionary)
+    decoder_output(model, src, src_lengths, prev)
+    assert len(made) == 2  # one for the encoder, one for the decoder
+
+
 def encoder_out(model, src, src_lengths):
     with torch.no_grad():
         return model.encoder(src, src_lengths)["encoder_out"][0]  # (T, B, C)
