@@ -3,7 +3,10 @@ the report reads (manifest, raw test references and sources), cells whose ``resu
 scored by sacreBLEU's own API on the hypothesis files written beside it, and Hydra plans."""
 
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -90,3 +93,18 @@ def write_plan(sweep: Path, params: dict, task: list, model="fconv_small", famil
     }
     Path(sweep).mkdir(parents=True, exist_ok=True)
     (Path(sweep) / "multirun.yaml").write_text(yaml.safe_dump(plan), encoding="utf-8")
+
+
+def cli_p_value(tmp_path: Path, refs, base, system, flag: str, n: int, seed: str = "12345") -> float:
+    """The p-value of ``system`` against ``base`` from the ``sacrebleu`` command line
+    (``--paired-bs`` or ``--paired-ar``, ``n`` resamples or trials)."""
+    files = {}
+    for name, lines in (("ref", refs), ("base", base), ("sys", system)):
+        files[name] = Path(tmp_path) / f"{name}.txt"
+        files[name].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    n_flag = "--paired-bs-n" if flag == "--paired-bs" else "--paired-ar-n"
+    out = subprocess.run([str(Path(sys.executable).parent / "sacrebleu"), str(files["ref"]), "-i", str(files["base"]),
+                          str(files["sys"]), flag, n_flag, str(n), "-f", "json"], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, SACREBLEU_SEED=seed))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)[1]["BLEU"]["p_value"]

@@ -97,7 +97,7 @@ def scores_notes(report) -> list:
         f"PairedTest, as `sacrebleu --paired-{s.test}`), {s.samples} "
         f"{'resamples' if s.test == 'bs' else 'trials'}, two-sided, on the paired seeds' outputs "
         "concatenated (the test set once per seed, each sentence against the same sentence of the "
-        f"baseline's same seed); * p < {ALPHA}"
+        f"baseline's same seed); outputs identical to the baseline's get p = 1; * p < {ALPHA}"
         + (f"; signature {report.test_signature}." if report.test_signature else "."),
         f"Paper PPL / BLEU: {WHERE}. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
     ]
@@ -106,7 +106,7 @@ def scores_notes(report) -> list:
 
 def length_notes(report) -> list:
     s = report.settings
-    edges = ",".join(map(str, s.edges)) if s.edges else "default for the corpus"
+    edges = ",".join(map(str, report.bucket_edges)) + ("" if s.edges else " by default for this corpus")
     sizes = "; ".join(f"{corpus}: " + ", ".join(f"{label} {n}" for label, n in zip(report.bucket_labels, counts))
                       for corpus, counts in report.bucket_sizes.items()) or "no test outputs to bucket"
     notes = [f"BLEU by source length on the test split: each sentence in exactly one bucket of source words "

@@ -62,6 +62,7 @@ class Report:
     sweep: object
     rows: list
     settings: Settings
+    bucket_edges: tuple
     bucket_labels: list
     bucket_sizes: dict      # corpus label -> sentences per bucket
     has_long: bool
@@ -106,10 +107,10 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     signature = ""
     for split in splits:
         signature = _significance(rows, split, base_key, base_value, settings) or signature
-    labels, sizes = _buckets(rows, settings)
+    edges, labels, sizes = _buckets(rows, settings)
     for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows])):
         row.values.update(paper_source=source, paper_ppl=ppl, paper_bleu=bleu)
-    return Report(sweep, rows, settings, labels, sizes, has_long, signature, warnings)
+    return Report(sweep, rows, settings, edges, labels, sizes, has_long, signature, warnings)
 
 
 def row_keys(sweep) -> list:
@@ -253,7 +254,7 @@ def _buckets(rows, settings):
             values = [s[i] for s in scores if s[i] is not None]
             row.values[f"bleu_len_{label}"] = float(np.mean(values)) if values else None
         row.values["bucket_seeds"] = len(scores)
-    return labels, sizes
+    return edges, labels, sizes
 
 
 def as_dicts(report: Report) -> list:

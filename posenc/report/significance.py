@@ -7,6 +7,8 @@ cost) and handed to ``PairedTest`` through a BLEU that returns them instead of e
 again; the resampling, the scores and the p-values are sacreBLEU's. A test checks that the
 p-values equal those of the ``sacrebleu`` command line on the same files."""
 
+import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU
@@ -33,6 +35,19 @@ def bleu_options(signature: str) -> dict:
     if value:
         options["smooth_value"] = float(value.rstrip("]"))
     return options
+
+
+@contextmanager
+def _quiet_sacrebleu():
+    """sacreBLEU logs each step of a test at INFO, which a Hydra sweep prints; hush it for the
+    duration of the test only, then put the level back."""
+    logger = logging.getLogger("sacrebleu")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 class Scorer:
@@ -78,16 +93,26 @@ def paired_test(baseline, systems: dict, options: dict, test: str = "bs", resamp
     """Test each system against the baseline with sacreBLEU's ``PairedTest``. ``baseline`` and
     each value of ``systems`` (name -> ...) are ``(hypotheses, statistics)`` on the same
     references. Returns ``(baseline BLEU, {name: TestResult}, signature)``; the signature names
-    the test, the resamples and sacreBLEU's seed (``SACREBLEU_SEED``, default 12345)."""
+    the test, the resamples and sacreBLEU's seed (``SACREBLEU_SEED``, default 12345).
+
+    A system whose statistics equal the baseline's sentence for sentence gets p = 1: there is no
+    difference to test. (sacreBLEU counts resamples *strictly* above the observed difference, so
+    a zero difference that every resample repeats would get 1/(n+1) and look significant.)"""
     if test not in TESTS:
         raise ValueError(f"test {test!r} is not allowed; allowed: {', '.join(TESTS)}")
-    named = [("baseline", baseline[0])] + [(name, hyps) for name, (hyps, _) in systems.items()]
-    known = {id(baseline[0]): baseline[1], **{id(hyps): stats for hyps, stats in systems.values()}}
-    metric = _KnownStatsBLEU(known, **options)
-    signatures, scores = PairedTest(named, {"BLEU": metric}, references=None, test_type=test,
-                                    n_samples=resamples)()
+    metric = _KnownStatsBLEU({id(baseline[0]): baseline[1]}, **options)
+    base_score = metric._aggregate_and_compute(baseline[1]).score
+    tested = {name: TestResult(base_score, 1.0) for name, (_, stats) in systems.items() if stats == baseline[1]}
+    differing = {name: pair for name, pair in systems.items() if name not in tested}
+    if not differing:
+        return base_score, tested, ""
+    named = [("baseline", baseline[0])] + [(name, hyps) for name, (hyps, _) in differing.items()]
+    metric._known.update({id(hyps): stats for hyps, stats in differing.values()})
+    with _quiet_sacrebleu():
+        signatures, scores = PairedTest(named, {"BLEU": metric}, references=None, test_type=test,
+                                        n_samples=resamples)()
     results = scores["BLEU"]
-    tested = {name: TestResult(result.score, result.p_value) for (name, _), result in zip(named[1:], results[1:])}
+    tested.update({name: TestResult(r.score, r.p_value) for (name, _), r in zip(named[1:], results[1:])})
     return results[0].score, tested, signatures["BLEU"].format()
 
 
