@@ -37,9 +37,13 @@ def planned_cells(sweep_dir: Path):
     parser = OverridesParser.create()
     jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
     naming = cfg.hydra.job.config.override_dirname
+    parsed = {}  # each distinct "key=value" parsed once: a 1,000-cell sweep has a few dozen
     cells = []
     for job in jobs:
-        overrides = parser.parse_overrides(job)
+        for element in job:
+            if element not in parsed:
+                parsed[element] = parser.parse_overrides([element])[0]
+        overrides = [parsed[element] for element in job]
         dirname = get_overrides_dirname(overrides=overrides, exclude_keys=list(naming.exclude_keys),
                                         item_sep=naming.item_sep, kv_sep=naming.kv_sep)
         values = {o.key_or_group: o.value() for o in overrides}
