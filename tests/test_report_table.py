@@ -266,3 +266,12 @@ def test_sweep_end_writes_tables_and_figures(sweep, tmp_path):
     assert table in printed and "Δ BLEU" in table and "BLEU long split" in table and "BLEU 1-8" in table
     assert (copy / "results.csv").read_text().startswith("experiment,model,data,pe,placement")
     assert (copy / "bleu.png").stat().st_size > 1000 and (copy / "bleu_by_length.png").stat().st_size > 1000
+
+
+def test_a_sweep_with_nothing_reported_yet_lists_its_plan(tmp_path):
+    write_plan(tmp_path, {"placement": "both,none"}, ["experiment=table4"])
+    out = posenc_table(tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["No cell of this sweep has a readable result yet.",
+                                       "MISSING placement=both: planned, never reported",
+                                       "MISSING placement=none: planned, never reported"]

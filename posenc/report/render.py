@@ -167,13 +167,16 @@ def render_report(report, fmt: str = "md", title: bool = False) -> str:
     head = ""
     if title:
         head = f"% Sweep {report.sweep.dir}\n" if fmt == "latex" else f"### Sweep `{report.sweep.dir}`\n\n"
+    status = status_notes(report)
+    prefix = "% " if fmt == "latex" else ""
+    if not report.rows:
+        return head + f"{prefix}No cell of this sweep has a readable result yet.\n" + \
+            "".join(prefix + (latex_escape(s) if fmt == "latex" else s) + "\n" for s in status)
     left = len(identity_headers(report))
     parts = [head + _block(fmt, *scores_table(report), scores_notes(report), left),
              _block(fmt, *length_table(report), length_notes(report), left)]
-    status = status_notes(report)
     if status:
-        parts.append("".join(("% " if fmt == "latex" else "") + (latex_escape(s) if fmt == "latex" else s) + "\n"
-                             for s in status))
+        parts.append("".join(prefix + (latex_escape(s) if fmt == "latex" else s) + "\n" for s in status))
     return "\n".join(parts)
 
 

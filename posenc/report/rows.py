@@ -237,7 +237,8 @@ def _buckets(rows, settings):
     """BLEU by source-length bucket on the test split: per seed from the summed sufficient
     statistics of its sentences in each bucket, then averaged over seeds."""
     outputs = [o for r in rows for o in r.outputs.get("test", {}).values()]
-    edges = settings.edges or bucket_mod.default_edges({o.corpus for o in outputs})
+    corpora = {str((c.record.get("corpus") or {}).get("name") or c.record.get("data")) for r in rows for c in r.cells}
+    edges = settings.edges or bucket_mod.default_edges(corpora)
     labels = bucket_mod.labels(edges)
     per_testset, sizes = {}, {}
     for o in outputs:
