@@ -275,3 +275,21 @@ def test_a_sweep_with_nothing_reported_yet_lists_its_plan(tmp_path):
     assert out.stdout.splitlines() == ["No cell of this sweep has a readable result yet.",
                                        "MISSING placement=both: planned, never reported",
                                        "MISSING placement=none: planned, never reported"]
+
+
+def test_sentence_statistics_are_cached_beside_each_output(data, tmp_path):
+    root, splits, corpus = data
+    sweep = tmp_path / "cached"
+    for placement, rate in (("both", 0.1), ("none", 0.3)):
+        write_cell(sweep, f"placement={placement}", corpus, splits, hyps_for(splits, rate, 1), placement=placement)
+    first = table_rows(sweep)
+    files = sorted(p.name for p in sweep.glob("*/.report-cache/*.npy"))
+    assert len(files) == 4 and table_rows(sweep) == first
+    for path in sweep.glob("*/.report-cache/*.npy"):
+        path.write_bytes(b"not an array")  # a torn cache file is recomputed, never trusted
+    assert table_rows(sweep) == first
+    # Another output under the same name: another key, the old file goes
+    write_cell(sweep, "placement=none", corpus, splits, hyps_for(splits, 0.35, 2), placement="none")
+    again = {r["placement"]: r for r in table_rows(sweep)}
+    assert again["none"]["bleu"] != first[1]["bleu"] and again["none"]["p_value"] is not None
+    assert len(list((sweep / "placement=none" / ".report-cache").glob("hypotheses.txt.*.npy"))) == 1

@@ -1,13 +1,21 @@
 """A finished cell's system output on one test split, checked and ready to test: its hypotheses,
 the references it was scored against, and BLEU's per-sentence sufficient statistics."""
 
+import hashlib
+import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import sacrebleu
 
 from posenc.report.significance import bleu_options, corpus_bleu
 
 SPLITS = ("test", "test_long")
+# Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
+# (posenc-table, a rerun of the sweep) without tokenizing and counting n-grams again.
+STATS_CACHE = ".report-cache"
 # The recorded BLEU is rounded to 2 decimals; a recomputation further off than this is another output.
 REPRODUCE_TOLERANCE = 0.0051
 
@@ -60,11 +68,53 @@ def cell_output(cell, split: str, testsets, scorer):
     if len(hypotheses) != len(references):
         return None, f"{len(hypotheses)} hypotheses for {len(references)} references"
     options = bleu_options(str(record.get(field("bleu_signature", split)) or ""))
-    stats = scorer.sentence_stats(hypotheses, references, options, (testset.key, split))
-    array = np.asarray(stats, dtype=np.int64)
+    key = _stats_key(path, testset.key, split, options)
+    array = _load_stats(cell.dir, name, key, len(hypotheses))
+    if array is None:
+        array = np.asarray(scorer.sentence_stats(hypotheses, references, options, (testset.key, split)),
+                           dtype=np.int64)
+        _save_stats(cell.dir, name, key, array)
+    stats = array.tolist()
     recorded = record.get(field("bleu", split))
     score = corpus_bleu(array.sum(0), options)
     if recorded is None or abs(score - float(recorded)) > REPRODUCE_TOLERANCE:
         return None, f"hypotheses give BLEU {score:.2f}, record says {recorded}"
     return Output(record.get("seed"), hypotheses, references, testset.sources[split], stats, array, options,
                   testset.key, testset.name), ""
+
+
+def _stats_key(path: Path, testset_key: str, split: str, options: dict) -> str:
+    """What the statistics depend on: the output, the references, the metric and its code."""
+    digest = hashlib.sha256(path.read_bytes())
+    digest.update(repr((testset_key, split, sorted(options.items()), sacrebleu.__version__)).encode())
+    return digest.hexdigest()[:20]
+
+
+def _cache_file(cell_dir: Path, name: str, key: str) -> Path:
+    return cell_dir / STATS_CACHE / f"{name}.{key}.npy"
+
+
+def _load_stats(cell_dir: Path, name: str, key: str, sentences: int):
+    try:
+        array = np.load(_cache_file(cell_dir, name, key), allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return array if array.ndim == 2 and array.shape[0] == sentences else None
+
+
+def _save_stats(cell_dir: Path, name: str, key: str, array: np.ndarray) -> None:
+    """Atomically (temp file, rename); a sweep directory that cannot be written just goes uncached."""
+    target = _cache_file(cell_dir, name, key)
+    try:
+        target.parent.mkdir(exist_ok=True)
+        for stale in target.parent.glob(f"{name}.*.npy"):
+            stale.unlink(missing_ok=True)  # an earlier output of this cell
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+        os.replace(tmp, target)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
