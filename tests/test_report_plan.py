@@ -66,3 +66,15 @@ def test_grid_skips_what_a_model_cannot_do(tmp_path):
 ])
 def test_override_values(lines, expected):
     assert override_values(lines) == expected
+
+
+def test_the_report_imports_neither_the_harness_nor_torch():
+    import subprocess
+    import sys
+    code = ("import sys, pkgutil, importlib, posenc.report as r\n"
+            "for m in pkgutil.iter_modules(r.__path__): importlib.import_module('posenc.report.' + m.name)\n"
+            "bad = sorted(m for m in sys.modules if m.startswith(('posenc.harness', 'torch', 'fairseq')))\n"
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -103,7 +103,7 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
                     row.outputs[split].setdefault(output.seed, output)
                 elif not row.problems[split]:
                     row.problems[split] = why
-        _scores(row, has_long, settings)
+        _scores(row, has_long)
     signature = ""
     for split in splits:
         signature = _significance(rows, split, base_key, base_value, settings) or signature
@@ -147,7 +147,7 @@ def _name(identity) -> str:
     return " ".join(f"{k}={v}" for k, v in identity.items())
 
 
-def _scores(row: Row, has_long: bool, settings: Settings) -> None:
+def _scores(row: Row, has_long: bool) -> None:
     v = row.values
     names = ["bleu", "tok_bleu", "valid_ppl"] + (["bleu_test_long", "tok_bleu_test_long"] if has_long else [])
     for name in names:
