@@ -171,6 +171,7 @@ def test_paper_columns_only_where_they_apply(data, tmp_path):
     assert paper[("transformer_small", "learned", "both")] == ("V17", "4.92", "25.7")
     assert paper[("transformer_small", "sinusoidal", "both")] == ("V17", "4.92", "25.8")
     assert paper[("transformer_small", "learned", "none")] == ("", "", "")
+    assert all(source != "G17" for (model, _, _), (source, _, _) in paper.items() if model.startswith("transformer"))
     # A Transformer sweep that does not compare learned with sinusoidal: no paper number at all
     assert {(r["paper_source"], r["paper_ppl"], r["paper_bleu"]) for r in table_rows(tsin)} == {("", "", "")}
     text = report_text([tsin])
