@@ -97,7 +97,10 @@ def scores_notes(report) -> list:
         f"PairedTest, as `sacrebleu --paired-{s.test}`), {s.samples} "
         f"{'resamples' if s.test == 'bs' else 'trials'}, two-sided, on the paired seeds' outputs "
         "concatenated (the test set once per seed, each sentence against the same sentence of the "
-        f"baseline's same seed); outputs identical to the baseline's get p = 1; * p < {ALPHA}"
+        f"baseline's same seed); outputs identical to the baseline's get p = 1; * p < {ALPHA}. "
+        "p measures how sure the difference is over test sentences for these trained models; it does "
+        "not include the spread over seeds: a difference with p < 0.05 that lies inside the seeds' "
+        "95% CI is not shown to hold for another seed"
         + (f"; signature {report.test_signature}." if report.test_signature else "."),
         f"Paper PPL / BLEU: {WHERE}. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
     ]

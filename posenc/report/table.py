@@ -18,7 +18,11 @@ def build_reports(sweep_dirs, settings: Settings = Settings(), check: bool = Fal
     sweeps = [load_sweep(d) for d in sweep_dirs]
     if check:
         check_baseline(sweeps, settings.baseline)
-    testsets = TestSets()   # shared: sweeps on the same corpus read its test set once
+    # Shared: sweeps on the same corpus read its test set once. A sweep made before records named
+    # their cache entry is found in a `.posenc_cache` beside it or above it (the default cache
+    # sits in the directory posenc-run ran from, e.g. results/table4/../../.posenc_cache).
+    roots = [parent / ".posenc_cache" for d in sweep_dirs for parent in Path(d).resolve().parents]
+    testsets = TestSets(cache_roots=dict.fromkeys(roots))
     return [build_report(s, settings, testsets) for s in sweeps]
 
 
