@@ -22,12 +22,16 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf  # noqa: E402
 from fairseq.distributed import utils as distributed_utils  # noqa: E402
 
 
-def main(argv=None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = options.parse_args_and_arch(options.get_training_parser(), input_args=argv)
+def parse(argv):
+    """fairseq-train's configuration of ``argv``, with ``--tpu`` only where it was asked for."""
+    args = options.parse_args_and_arch(options.get_training_parser(), input_args=list(argv))
     if args.bf16 and "--tpu" not in argv:
         args.tpu = False
-    distributed_utils.call_main(convert_namespace_to_omegaconf(args), train.main)
+    return convert_namespace_to_omegaconf(args)
+
+
+def main(argv=None) -> None:
+    distributed_utils.call_main(parse(sys.argv[1:] if argv is None else argv), train.main)
 
 
 if __name__ == "__main__":
