@@ -170,7 +170,7 @@ def test_thread_share_and_the_users_own_setting():
     assert [thread_share(n, cores=16) for n in (1, 2, 3, 16, 40)] == [16, 8, 5, 1, 1]
     assert threads_env(1, environ={}) == {}  # alone: fairseq's own default
     assert threads_env(2, environ={})["OMP_NUM_THREADS"] == str(thread_share(2))
-    assert threads_env(2, environ={"OMP_NUM_THREADS": "3"}) == {}  # the user's variable wins
+    assert threads_env(2, environ={"OMP_NUM_THREADS": "3"}) == {"OMP_NUM_THREADS": "3"}  # the user's (or joblib's) wins
 
 
 def test_visible_gpus_follow_cuda_visible_devices():

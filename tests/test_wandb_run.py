@@ -8,8 +8,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from posenc.harness.fairseq_logs import parse_record, wandb_metrics
-from posenc.harness.wandb_run import (init_kwargs, run_id, start_cell_run, sweep_token, table_rows, group_name,
-                                      log_sweep_table)
+from posenc.harness.wandb_run import (group_name, init_kwargs, log_finished_cell, log_sweep_table, run_id,
+                                      start_cell_run, sweep_token, table_rows)
 from wandb_offline import offline_runs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,6 +133,26 @@ def test_a_failed_cell_is_a_failed_run_and_a_rerun_continues_the_same_run(tmp_pa
     run_cell_through_wandb(cfg, job_dir, changed)
     runs = offline_runs(tmp_path / "sweep" / "wandb")
     assert len(runs) == 2 and {r.name for r in runs.values()} == {"placement=none"}
+
+
+def test_a_cell_finished_without_wandb_gets_its_run_once_from_what_it_kept(tmp_path):
+    cfg = compose_cfg("logger=wandb", "placement=target")
+    job_dir = tmp_path / "sweep" / "placement=target"
+    job_dir.mkdir(parents=True)
+    (job_dir / "train.log").write_text("".join(TRAIN_LOG))
+    (job_dir / "provenance.json").write_text(json.dumps({"git_commit": "cafe01"}))
+    record = cell_record(cfg, job_dir, status="ok", bleu=30.5)
+    log_finished_cell(cfg, job_dir, record)
+    flush_wandb()
+    log_finished_cell(cfg, job_dir, record)  # logged already: nothing new
+    flush_wandb()
+    runs = offline_runs(tmp_path / "sweep" / "wandb")
+    (run,) = runs.values()
+    assert len(run.files) == 1 and run.name == "placement=target"
+    assert run.values("valid/ppl") == [(3, 206.78)] and run.summary["bleu"] == 30.5
+    assert run.config["git_commit"] == "cafe01" and run.exit_codes == [0]
+    log_finished_cell(compose_cfg("placement=target"), job_dir, record)  # logger=none: nothing
+    assert len(list((tmp_path / "sweep" / "wandb").glob("offline-run-*"))) == 1
 
 
 def test_wandb_variables_win_over_the_config(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ from posenc.harness.records import HYPOTHESES_FILE, base_record, config_hash, re
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
 from posenc.harness.spec import cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
-from posenc.harness.wandb_run import check_logger, start_cell_run
+from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
 
 
 class IncompleteOutput(RuntimeError):
@@ -47,6 +47,7 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress, env: dict = None) -> di
     earlier = finished_result(job_dir, cfg)
     if earlier:
         progress.say(f"finished earlier: BLEU {earlier['bleu']:.2f}; kept")
+        log_finished_cell(cfg, job_dir, earlier)  # logger=wandb: its run, once, from what the cell kept
         return earlier
 
     check_hardware(cfg, dict(os.environ, **child_env))

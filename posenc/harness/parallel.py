@@ -53,11 +53,13 @@ def thread_share(concurrent: int, cores: int = None) -> int:
 
 def threads_env(concurrent: int, environ=None) -> dict:
     """``OMP_NUM_THREADS`` (torch's intra-op threads in fairseq) for a cell that runs beside others;
-    nothing for a cell that runs alone, or when the user's environment sets it already (theirs wins)."""
+    nothing for a cell that runs alone. A value already in the environment is kept (the user's own,
+    or the one joblib sets in its workers: the same share) and written out, so that the cell's
+    ``commands.sh`` reruns it with the threads it had."""
     environ = os.environ if environ is None else environ
-    if concurrent <= 1 or "OMP_NUM_THREADS" in environ:
+    if concurrent <= 1:
         return {}
-    return {"OMP_NUM_THREADS": str(thread_share(concurrent))}
+    return {"OMP_NUM_THREADS": environ.get("OMP_NUM_THREADS") or str(thread_share(concurrent))}
 
 
 def visible_gpus(environ=None) -> list:

@@ -15,6 +15,7 @@ unset. Credentials stay in W&B's own settings: nothing here reads or writes them
 """
 
 import hashlib
+import json
 import os
 import secrets
 import sys
@@ -27,6 +28,7 @@ from posenc.harness.fairseq_logs import parse_record, wandb_metrics
 from posenc.harness.spec import ConfigError
 
 SWEEP_ID_FILE = ".wandb-sweep-id"
+RUN_ID_FILE = ".wandb-run-id"  # in a cell directory: the W&B run that holds this cell's result
 # A config value reaches wandb.init only when W&B's own variable is not set (the variable wins).
 ENV_OVER_CONFIG = {"mode": "WANDB_MODE", "project": "WANDB_PROJECT", "entity": "WANDB_ENTITY", "dir": "WANDB_DIR"}
 GROUP_MAX = 128  # W&B's limit on a group name
@@ -114,8 +116,8 @@ def init_kwargs(logger, **kwargs) -> dict:
         if value not in (None, "") and not os.environ.get(variable):
             out[key] = str(value)
     # The run's console capture would wrap this process's stdout/stderr (progress lines, Hydra's
-    # logging); fairseq's output is in train.log already.
-    out["settings"] = wandb.Settings(console="off")
+    # logging); fairseq's output is in train.log already. Quiet: no per-run summary printout.
+    out["settings"] = wandb.Settings(console="off", quiet=True)
     return out
 
 
@@ -142,8 +144,8 @@ class NoRun:
 class CellRun(NoRun):
     """The cell's W&B run: fairseq's curves as they stream in, the scores when the cell ends."""
 
-    def __init__(self, run):
-        self.run = run
+    def __init__(self, run, job_dir: Path):
+        self.run, self.job_dir = run, Path(job_dir)
 
     def on_train_line(self, line: str) -> None:
         parsed = parse_record(line)
@@ -158,6 +160,7 @@ class CellRun(NoRun):
         try:
             self.run.summary.update(cell_summary(record))
             self.run.finish(exit_code=0 if record.get("status") == "ok" else 1)
+            (self.job_dir / RUN_ID_FILE).write_text(self.run.id + "\n", encoding="utf-8")
         except Exception as err:  # the cell's result.json is written already; W&B must not undo it
             print(f"posenc-run: warning: W&B summary of {record.get('job_dir')} not logged: {err}", file=sys.stderr)
 
@@ -184,19 +187,46 @@ def cell_tags(cfg) -> list:
             (("model", cfg.model.name), ("data", cfg.data.name), ("pe", cfg.pe), ("placement", cfg.placement))]
 
 
+def cell_run_id(cfg, job_dir: Path, record: dict):
+    ident = cell_identity(job_dir)
+    token = sweep_token(ident.home)
+    return ident, token, run_id(token, ident.name, record.get("config_hash", ""))
+
+
 def start_cell_run(cfg, job_dir: Path, record: dict, git_commit: str):
     """Open (or continue) the cell's run; ``NoRun`` for ``logger=none``."""
     if cfg.logger.name == "none":
         return NoRun()
     check_logger(cfg.logger)
     wandb = import_wandb()
-    ident = cell_identity(job_dir)
-    token = sweep_token(ident.home)
-    run = start(wandb, cfg.logger, id=run_id(token, ident.name, record.get("config_hash", "")), resume="allow",
-                name=ident.name, group=group_name(cfg.experiment_name, ident.shown_dir, token), job_type="cell",
+    ident, token, rid = cell_run_id(cfg, job_dir, record)
+    run = start(wandb, cfg.logger, id=rid, resume="allow", name=ident.name,
+                group=group_name(cfg.experiment_name, ident.shown_dir, token), job_type="cell",
                 tags=cell_tags(cfg), dir=str(ident.home))
     run.config.update(cell_config(cfg, record, git_commit), allow_val_change=True)
-    return CellRun(run)
+    return CellRun(run, job_dir)
+
+
+def log_finished_cell(cfg, job_dir: Path, record: dict) -> None:
+    """A cell that finished before (perhaps without W&B) and has no run yet: one run from what it
+    kept (fairseq's curves from its train.log, its record), so turning W&B on never retrains."""
+    if cfg.logger.name == "none":
+        return
+    job_dir = Path(job_dir)
+    _, _, rid = cell_run_id(cfg, job_dir, record)
+    marker = job_dir / RUN_ID_FILE
+    if marker.exists() and marker.read_text(encoding="utf-8").strip() == rid:
+        return
+    try:
+        git_commit = json.loads((job_dir / "provenance.json").read_text(encoding="utf-8"))["git_commit"]
+    except (OSError, ValueError, KeyError):
+        git_commit = "unknown"
+    run = start_cell_run(cfg, job_dir, record, git_commit)
+    log = job_dir / "train.log"
+    if log.exists():
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            run.on_train_line(line)
+    run.finish(record)
 
 
 # --- the sweep's table run -------------------------------------------------------------------------
