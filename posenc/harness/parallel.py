@@ -24,11 +24,13 @@ SUBMITIT_LOCAL = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalL
 
 
 def machine_cores() -> int:
-    """Cores this process may run on (its affinity mask, as a SLURM or taskset limit sets it)."""
+    """Cores this process may use, as joblib counts them (the affinity mask and a container's CPU
+    quota both count), so that our share and the one joblib gives its workers agree."""
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        import joblib
+        return max(1, int(joblib.cpu_count()))
+    except ImportError:
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def concurrent_cells(launcher, cells_in_sweep: int, cores: int = None) -> int:
