@@ -49,6 +49,16 @@ def after(argv, flag):
     return argv[argv.index(flag) + 1]
 
 
+def test_the_hydra_parent_imports_neither_torch_nor_fairseq_with_these_features():
+    code = ("import sys, posenc.harness.app, posenc.harness.wandb_run, posenc.harness.parallel, posenc.harness.precision, "
+            "wandb, hydra_plugins.hydra_joblib_launcher.joblib_launcher, "
+            "hydra_plugins.hydra_submitit_launcher.submitit_launcher; "
+            "from posenc.harness.parallel import machine_cores; machine_cores(); "
+            "print(sorted(m for m in ('torch', 'fairseq') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "[]", proc.stderr[-2000:]
+
+
 # --- precision and GPUs per cell --------------------------------------------------------------------
 
 def test_fp32_is_stock_fairseq_train_on_one_device():

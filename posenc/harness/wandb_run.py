@@ -160,7 +160,8 @@ class CellRun(NoRun):
         try:
             self.run.summary.update(cell_summary(record))
             self.run.finish(exit_code=0 if record.get("status") == "ok" else 1)
-            (self.job_dir / RUN_ID_FILE).write_text(self.run.id + "\n", encoding="utf-8")
+            if not getattr(self.run, "disabled", False):  # WANDB_MODE=disabled logged nothing
+                (self.job_dir / RUN_ID_FILE).write_text(self.run.id + "\n", encoding="utf-8")
         except Exception as err:  # the cell's result.json is written already; W&B must not undo it
             print(f"posenc-run: warning: W&B summary of {record.get('job_dir')} not logged: {err}", file=sys.stderr)
 
