@@ -219,3 +219,18 @@ def _png(path):
     fig = plt.figure(figsize=(1, 1))
     fig.savefig(path)
     plt.close(fig)
+
+
+def test_online_without_a_login_is_one_line_before_any_training(tmp_path, monkeypatch):
+    from posenc.harness.spec import ConfigError
+    for name in ("WANDB_API_KEY", "WANDB_SILENT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc, no W&B settings of the developer's
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    cfg = compose_cfg("logger=wandb")
+    with pytest.raises(ConfigError) as err:
+        start_cell_run(cfg, tmp_path / "sweep" / "seed=1", cell_record(cfg, tmp_path), git_commit="x")
+    message = str(err.value)
+    assert message.startswith("logger=wandb: W&B could not start a run: ") and "\n" not in message
+    assert message.endswith("(log in with `wandb login` or WANDB_API_KEY, or run with WANDB_MODE=offline)")
