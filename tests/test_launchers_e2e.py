@@ -134,3 +134,16 @@ def test_a_rerun_keeps_every_cell_and_its_run(sweep, workspace):
     assert {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/result.json")} == before
     # No cell run again; only the table run is logged once more (its table, refreshed).
     assert len(list((sweep_dir / "wandb").glob("offline-run-*"))) == runs_before + 1
+
+
+def test_a_bf16_cell_trains_and_scores_through_the_bf16_entry(workspace):
+    """bf16 on the CPU: slow, but the same entry and flags as on a GPU, end to end."""
+    root, cache = workspace
+    proc = posenc_run("budget=smoke", "precision=bf16", *SMALL_DATA, f"hydra.run.dir={root / 'bf16'}", cwd=root, cache=cache)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    record = json.loads((root / "bf16" / "result.json").read_text())
+    assert record["status"] == "ok" and record["test_sentences"] == 37 and record["valid_ppl"] > 1
+    train_line = (root / "bf16" / "commands.sh").read_text().splitlines()[3]
+    assert f"{sys.executable} -m posenc.fairseq_train " in train_line and " --bf16" in train_line
+    log = (root / "bf16" / "train.log").read_text()
+    assert "'bf16': True" in log and "'tpu': False" in log  # fairseq's own config dump
