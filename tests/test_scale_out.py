@@ -103,32 +103,29 @@ import posenc.fairseq_train as entry  # first, as in the real entry: fairseq_cli
 from fairseq import options
 argv = sys.argv[1:]
 stock = options.parse_args_and_arch(options.get_training_parser(), input_args=argv)
-ours = entry.parse(argv)
+ours, with_tpu = entry.parse(argv), entry.parse(argv + ["--tpu"])
 print(json.dumps({"stock": [stock.bf16, stock.tpu], "ours": [ours.common.bf16, ours.common.tpu, ours.common.fp16],
-                  "arch": ours.model.arch, "world": ours.distributed_training.distributed_world_size}))
+                  "asked_for_tpu": with_tpu.common.tpu, "arch": ours.model.arch,
+                  "world": ours.distributed_training.distributed_world_size}))
 """
 
 
-def parse_both_ways(*argv):
-    """fairseq's own parse and the entry's, in a fresh process (fairseq composes its config through
-    Hydra's global state, which this test process has set up for its own configs)."""
-    import json
-    proc = subprocess.run([sys.executable, "-c", PARSE_BOTH_WAYS, *argv], capture_output=True, text=True, timeout=300,
-                          cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def test_fairseq_parses_the_bf16_entry_as_bf16_on_the_gpu():
-    """The reason for the entry: stock fairseq turns --bf16 into --tpu (fairseq #4696)."""
+    """The reason for the entry: stock fairseq turns --bf16 into --tpu (fairseq #4696). Parsed in a
+    fresh process: fairseq composes its config through Hydra's global state, which this test
+    process has set up for its own configs."""
+    import json
     argv = ["data-bin", "--user-dir", str(REPO / "posenc" / "fairseq_plugin"), "--task", "translation",
             "--arch", "posenc_transformer_small", "--optimizer", "adam", "--lr", "0.001", "--bf16",
             "--distributed-world-size", "1"]
-    parsed = parse_both_ways(*argv)
+    proc = subprocess.run([sys.executable, "-c", PARSE_BOTH_WAYS, *argv], capture_output=True, text=True, timeout=300,
+                          cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    parsed = json.loads(proc.stdout.strip().splitlines()[-1])
     assert parsed["stock"] == [True, True]  # stock: bf16 means a TPU
     assert parsed["ours"] == [True, False, False]  # the entry: bf16 on whatever device fairseq picks
     assert parsed["arch"] == "posenc_transformer_small" and parsed["world"] == 1
-    assert parse_both_ways(*argv, "--tpu")["ours"][1] is True  # asked for, kept
+    assert parsed["asked_for_tpu"] is True  # --tpu asked for: kept
 
 
 @pytest.mark.parametrize("overrides,message", [
