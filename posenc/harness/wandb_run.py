@@ -234,8 +234,8 @@ def log_finished_cell(cfg, job_dir: Path, record: dict) -> None:
 
 def table_rows(sweep_dir: Path) -> list:
     """The sweep's results table as a list of dicts (the report's own rows; one adapter, here)."""
-    from posenc.report.table import load_sweep, table_rows as rows_of
-    return rows_of(load_sweep(sweep_dir))
+    from posenc.report.table import table_rows as rows_of
+    return rows_of(sweep_dir)
 
 
 def sweep_figures(sweep_dir: Path) -> list:
@@ -268,7 +268,8 @@ def log_sweep_table(config, sweep_dir: Path) -> None:
         logged.update({f"figures/{png.stem}": wandb.Image(str(png)) for png in sweep_figures(sweep_dir)})
         run.log(logged)
         run.summary.update({"groups": len(rows), "cells_ok": sum(r.get("seeds_ok", 0) for r in rows),
-                            "cells_failed": sum(r.get("failed", 0) for r in rows)})
+                            # not_ok: "seed 2 failed; seed 3 interrupted" (as_dicts joins the report's list)
+                            "cells_not_ok": sum(len([c for c in str(r.get("not_ok") or "").split("; ") if c]) for r in rows)})
         run.finish()
     except Exception as err:
         print(f"posenc-run: warning: the sweep table was not logged to W&B: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
