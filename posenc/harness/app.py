@@ -10,6 +10,7 @@ from hydra.types import RunMode
 
 from posenc.corpora import CorpusError
 from posenc.harness.cell import run_cell
+from posenc.harness.parallel import cell_resources
 from posenc.harness.progress import CellProgress
 from posenc.harness.records import read_result
 from posenc.harness.spec import ConfigError, check_values
@@ -53,7 +54,10 @@ def main(cfg) -> None:
             if reason:
                 progress.say(f"skipped by design: {reason}")
                 return
-        record = run_cell(cfg, Path(hydra_cfg.runtime.output_dir), progress)
+        # Cells side by side (joblib, submitit_local) share the cores and get GPUs of their own.
+        home = Path(hydra_cfg.sweep.dir) if multirun else Path(hydra_cfg.runtime.output_dir)
+        with cell_resources(cfg, hydra_cfg.launcher, len(plan), home, say=progress.say) as child_env:
+            record = run_cell(cfg, Path(hydra_cfg.runtime.output_dir), progress, child_env)
     except (ConfigError, CorpusError) as err:
         # Refused before any training; one line, no traceback, and a sweep stops here too.
         print(f"posenc-run: error: {err}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """One cell, end to end: corpus -> fairseq-train -> fairseq-generate -> BLEU -> result.json."""
 
+import os
 import shutil
 import time
 import traceback
@@ -11,12 +12,14 @@ from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.corpora import prepare_corpus
 from posenc.harness.commands import as_shell, generate_command, train_command
 from posenc.harness.fairseq_logs import hypotheses_by_id, training_summary
+from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
 from posenc.harness.records import HYPOTHESES_FILE, base_record, config_hash, read_result, write_result
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
-from posenc.harness.spec import ConfigError, cell_spec
+from posenc.harness.spec import cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
+from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
 
 
 class IncompleteOutput(RuntimeError):
@@ -32,22 +35,29 @@ def finished_result(job_dir: Path, cfg):
     return None
 
 
-def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
+def run_cell(cfg, job_dir: Path, progress: CellProgress, env: dict = None) -> dict:
     """Run (or find finished) one cell. Configuration and corpus errors raise; anything that goes
-    wrong in training or decoding is recorded as a failed cell, with a one-line error."""
+    wrong in training or decoding is recorded as a failed cell, with a one-line error. ``env``: what
+    the fairseq children get on top of the user's environment (a thread share, their GPUs)."""
     spec = cell_spec(cfg)
-    logger_env = logger_environment(cfg.logger)
+    check_logger(cfg.logger)
+    check_gpu_settings(cfg)
+    child_env = dict(env or {})
     job_dir = Path(job_dir)
     earlier = finished_result(job_dir, cfg)
     if earlier:
         progress.say(f"finished earlier: BLEU {earlier['bleu']:.2f}; kept")
+        log_finished_cell(cfg, job_dir, earlier)  # logger=wandb: its run, once, from what the cell kept
         return earlier
 
+    check_hardware(cfg, dict(os.environ, **child_env))
     started = time.monotonic()
     prepared = prepare_corpus(cfg.data, Path(cfg.paths.cache_dir), log=progress.say)
     record = base_record(cfg, spec, job_dir)
     record["corpus"] = prepared.record()
-    write_json_atomic(job_dir / "provenance.json", provenance())
+    versions = provenance()
+    write_json_atomic(job_dir / "provenance.json", versions)
+    wandb_run = start_cell_run(cfg, job_dir, record, versions["git_commit"])  # logger=wandb; else does nothing
     save_dir = job_dir / "checkpoints"
     shutil.rmtree(save_dir, ignore_errors=True)  # a killed earlier attempt restarts from scratch
     budget = cfg.budget
@@ -56,14 +66,15 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
     splits = ["test"] + (["test_long"] if cfg.generation.test_long and "test_long" in prepared.subsets else [])
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / "checkpoint_best.pt", prepared.subsets[split],
                                               prepared.remove_bpe, cfg) for split in splits}
-    env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+    env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", **child_env}
     write_text_atomic(job_dir / "commands.sh", "\n".join(
         ["#!/usr/bin/env bash", "# The fairseq commands of this cell, to rerun it by hand.", "set -euo pipefail",
          as_shell(train_argv, env)] + [as_shell(argv, env) + f" > generate-{s}.log" for s, argv in generate_argvs.items()]) + "\n")
     try:
         progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
         record["train_wall_s"] = round(run_step("fairseq-train", train_argv, job_dir / "train.log", timeout_s,
-                                                progress.on_train_line, env=logger_env), 1)
+                                                each_line(progress.on_train_line, wandb_run.on_train_line),
+                                                env=child_env), 1)
         summary = training_summary((job_dir / "train.log").read_text(encoding="utf-8", errors="replace").splitlines())
         if summary["valid_ppl"] is None or not (save_dir / "checkpoint_best.pt").exists():
             raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {job_dir / 'train.log'})")
@@ -71,7 +82,7 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
                       epochs=summary["epochs"], best_epoch=summary["best_epoch"])
         for split, argv in generate_argvs.items():
             generate_started = time.monotonic()
-            scores = generate_and_score(split, argv, prepared, job_dir, timeout_s)
+            scores = generate_and_score(split, argv, prepared, job_dir, timeout_s, child_env)
             suffix = "" if split == "test" else f"_{split}"
             record.update({f"{k}{suffix}": v for k, v in scores.items()})
             record[f"generate_wall_s{suffix}"] = round(time.monotonic() - generate_started, 1)
@@ -86,31 +97,23 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
         tidy_checkpoints(save_dir, cfg.keep_checkpoints)
         record["cell_wall_s"] = round(time.monotonic() - started, 1)
         write_result(job_dir, record)
+        wandb_run.finish(record)
     if record["status"] != "ok":
         progress.say(f"FAILED: {record['error']}")
     return record
 
 
-def logger_environment(logger) -> dict:
-    """Environment for fairseq-train's own W&B logging (``--wandb-project``); checked up front,
-    because fairseq only warns and trains on when wandb is missing."""
-    if logger.name == "none":
-        return {}
-    if logger.name != "wandb":
-        raise ConfigError(f"logger={logger.name!r} is not allowed; allowed: none, wandb")
-    try:
-        import wandb  # noqa: F401
-    except ImportError:
-        raise ConfigError("logger=wandb needs the wandb package: pip install -e '.[wandb]'") from None
-    env = {"WANDB_MODE": str(logger.mode)}
-    if logger.get("entity"):
-        env["WANDB_ENTITY"] = str(logger.entity)
-    return env
+def each_line(*callbacks):
+    """One ``on_line`` callback that hands every line to each of ``callbacks``."""
+    def on_line(line: str) -> None:
+        for callback in callbacks:
+            callback(line)
+    return on_line
 
 
-def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float) -> dict:
+def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, env: dict = None) -> dict:
     log = job_dir / f"generate-{split}.log"
-    run_step("fairseq-generate", argv, log, timeout_s)
+    run_step("fairseq-generate", argv, log, timeout_s, env=env)
     by_id = hypotheses_by_id(log.read_text(encoding="utf-8", errors="replace").splitlines())
     expected = prepared.test_sizes[split]
     if sorted(by_id) != list(range(expected)):

@@ -12,9 +12,9 @@ from posenc.report.records import FIELDS, HYPOTHESES_FILE, RESULT_FILE, read_res
 
 def config_hash(cfg) -> str:
     """Fingerprint of everything that determines a cell's outcome (the resolved config without
-    Hydra's own node and the knobs that only change how a run is shown)."""
+    Hydra's own node and the knobs that only change how a run is shown or logged)."""
     data = OmegaConf.to_container(cfg, resolve=True)
-    for key in ("hydra", "progress", "paths"):
+    for key in ("hydra", "progress", "paths", "logger"):
         data.pop(key, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
+from posenc.harness.wandb_run import log_sweep_table
 from posenc.report.table import write_sweep_tables
 
 
@@ -12,3 +13,4 @@ class SweepReport(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         if sweep_dir.exists():
             print(write_sweep_tables(sweep_dir), flush=True)
+            log_sweep_table(config, sweep_dir)  # logger=wandb: the table in the sweep's W&B group
