@@ -200,7 +200,9 @@ def family_archs(family, size):
 
 
 def check_same_sizes(stock_args, ours_args):
-    ours_keys = {"arch", "encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "sinusoidal_base", "rope_base"}
+    from posenc.fairseq_plugin.options import POSITION_SETTINGS
+
+    ours_keys = {"arch", *POSITION_SETTINGS}
     a, b = vars(stock_args), vars(ours_args)
     diff = {k for k in set(a) | set(b) if k not in ours_keys and a.get(k) != b.get(k)}
     if diff:

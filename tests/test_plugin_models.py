@@ -6,13 +6,14 @@ import pytest
 import torch
 
 from fairseq_helpers import PAD, DummyTask, build, decoder_output, parse_args, random_batch
+from posenc.fairseq_plugin.options import POSITION_SETTINGS
 from posenc.kinds import FAMILY_KINDS
 
 FCONV_ARCHS = ["fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr"]
 TRANSFORMER_ARCHS = ["transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
                      "transformer_vaswani_wmt_en_de_big"]
 SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
-OUR_KEYS = {"arch", "encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "sinusoidal_base", "rope_base"}
+OUR_KEYS = {"arch", *POSITION_SETTINGS}
 
 
 def assert_loads_strictly_and_matches(stock, ours, task):

@@ -9,6 +9,12 @@ from posenc.encodings.defaults import ROPE_BASE, SINUSOID_BASE, SINUSOID_VARIANT
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, check_base
 
 
+# The position settings fill_position_defaults resolves into the args (so checkpoints record them):
+# everything in which a posenc architecture's resolved args may differ from the stock one's.
+POSITION_SETTINGS = ("encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "sinusoidal_base",
+                     "rope_base")
+
+
 def _base(text: str) -> float:
     """argparse ``type`` of a base: a number above 1, else argparse's one-line error."""
     try:
