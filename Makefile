@@ -9,7 +9,7 @@ PIP    := $(PY) -m pip
 TORCH_SPEC ?= torch==2.13.0
 STAMP  := $(VENV)/.posenc-installed
 
-.PHONY: setup test test-fast table4 bench clean-venv
+.PHONY: setup test test-fast table4 bench gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -28,11 +28,18 @@ test-fast: setup
 
 # The main job. Finished cells are kept: a rerun resumes the sweep, or just prints its table.
 # (The sweep prints the table when it ends; results/table4/table.md keeps it.)
+# TABLE4_ARGS adds overrides, e.g. make table4 TABLE4_ARGS="hydra/launcher=joblib hydra.launcher.n_jobs=2"
+TABLE4_ARGS ?=
 table4: setup
-	$(VENV)/bin/posenc-run -m experiment=table4
+	$(VENV)/bin/posenc-run -m experiment=table4 $(TABLE4_ARGS)
 
 bench: setup
 	$(PY) scripts/bench_plugin.py
+
+# Speed and memory of the plugin against stock fairseq on a CUDA GPU (bf16); one line and exit
+# status 2 on a machine without one.
+gpu-check: setup
+	$(PY) scripts/gpu_check.py
 
 clean-venv:
 	rm -rf $(VENV)

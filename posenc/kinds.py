@@ -9,13 +9,17 @@ torch), the report and the tests all import these names instead of listing them 
 PLACEMENTS = ("both", "source", "target", "none")
 
 # Every position kind a side can have; ``none`` means no position signal on that side.
-KINDS = ("learned", "sinusoidal", "rope", "none")
+# ``alibi`` (Press et al. 2022) and ``t5`` (Raffel et al. 2020) are biases on the attention logits.
+KINDS = ("learned", "sinusoidal", "rope", "alibi", "t5", "none")
 
 # The kinds each model family can build. fconv has no attention logits to rotate or bias.
 FAMILY_KINDS = {
     "fconv": ("learned", "sinusoidal", "none"),
-    "transformer": ("learned", "sinusoidal", "rope", "none"),
+    "transformer": ("learned", "sinusoidal", "rope", "alibi", "t5", "none"),
 }
+
+# Kinds that act inside a side's self-attention and add nothing to the token embeddings.
+SELF_ATTENTION_KINDS = ("rope", "alibi", "t5")
 
 # What ``pe=`` may name: a kind that ``placement`` puts somewhere (``none`` is a placement).
 PE_KINDS = tuple(k for k in KINDS if k != "none")

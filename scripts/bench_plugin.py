@@ -1,13 +1,18 @@
 #!/usr/bin/env python
-"""Training-step overhead of the posenc fairseq plugin (issue 2, "Performance").
+"""Training-step overhead of the posenc fairseq plugin (issues 2 and 11, "Performance").
 
-Three comparisons, each between two models of identical shape holding the same weights, on the
+Comparisons, each between two models of identical shape holding the same weights, on the
 same batch, timed forward + backward with fairseq's label-smoothed cross-entropy (eps 0.1) over
 the decoder output:
 
   (a) ``posenc_fconv`` at default flags        vs stock ``fconv``        target <= 1.03
   (b) ``posenc_transformer`` at default flags  vs stock ``transformer``  target <= 1.03
   (c) ``posenc_transformer`` rope/rope         vs the same, sinusoidal   target <= 1.15
+  (d) ``posenc_transformer`` alibi/alibi       vs the same, sinusoidal   target <= 1.15
+  (e) ``posenc_transformer`` t5/t5             vs the same, sinusoidal   target <= 1.15
+
+For (c)-(e) the sinusoidal model's state dict is loaded into the other one (T5 keeps its own
+bias tables, the only keys the sinusoidal model lacks).
 
 Models are built in-process exactly as fairseq-train builds them (training parser, model args,
 architecture, ``build_model`` with the task's dictionaries); stock and posenc arguments are
@@ -48,9 +53,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads its Op
 
 import torch  # noqa: E402
 
-TARGETS = {"fconv": 1.03, "transformer": 1.03, "rope": 1.15, "control": None}
-LABELS = {"fconv": "posenc/stock", "transformer": "posenc/stock", "rope": "rope/sinusoidal", "control": "stock/stock"}
-DEFAULT_COMPARISONS = ["fconv", "transformer", "rope"]
+from posenc.kinds import SELF_ATTENTION_KINDS  # noqa: E402
+
+# Kinds that replace the Transformer's self-attention, each timed against sinusoidal positions.
+ATTENTION_KINDS = SELF_ATTENTION_KINDS
+TARGETS = {"fconv": 1.03, "transformer": 1.03, **{k: 1.15 for k in ATTENTION_KINDS}, "control": None}
+LABELS = {"fconv": "posenc/stock", "transformer": "posenc/stock", **{k: f"{k}/sinusoidal" for k in ATTENTION_KINDS},
+          "control": "stock/stock"}
+DEFAULT_COMPARISONS = ["fconv", "transformer", *ATTENTION_KINDS]
 SMALL_FLAGS = {  # stock archs given the sizes of posenc_*_small (checked against them below)
     "fconv": ["--encoder-embed-dim", "128", "--encoder-layers", "[(128, 3)] * 6",
               "--decoder-embed-dim", "128", "--decoder-layers", "[(128, 5)] * 3",
@@ -64,7 +74,7 @@ SMALL_FLAGS = {  # stock archs given the sizes of posenc_*_small (checked agains
 def parse_cli(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=40, help="timed ABBA/BAAB blocks per comparison (4 steps each), at most")
-    p.add_argument("--budget", type=float, default=150.0,
+    p.add_argument("--budget", type=float, default=250.0,
                    help="seconds of timing for all comparisons together (split evenly); a comparison stops "
                         "early (after at least 3 blocks) when its share is spent")
     p.add_argument("--warmup", type=int, default=3, help="untimed warm-up steps per model")
@@ -190,7 +200,9 @@ def family_archs(family, size):
 
 
 def check_same_sizes(stock_args, ours_args):
-    ours_keys = {"arch", "encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "rope_base"}
+    from posenc.fairseq_plugin.options import POSITION_SETTINGS
+
+    ours_keys = {"arch", *POSITION_SETTINGS}
     a, b = vars(stock_args), vars(ours_args)
     diff = {k for k in set(a) | set(b) if k not in ours_keys and a.get(k) != b.get(k)}
     if diff:
@@ -199,6 +211,13 @@ def check_same_sizes(stock_args, ours_args):
 
 def n_params(model):
     return sum(p.numel() for p in model.parameters())
+
+
+def load_sinusoidal_weights(model, sinusoidal):
+    """All weights of the sinusoidal model; only the kind's own position parameters stay as built."""
+    missing, unexpected = model.load_state_dict(sinusoidal.state_dict(), strict=False)
+    if unexpected or any("relative_attention_bias" not in k for k in missing):
+        raise SystemExit(f"state dicts differ beyond the position parameters: {missing} {unexpected}")
 
 
 def run(opts):
@@ -226,7 +245,7 @@ def run(opts):
         report(results[-1], a_name, b_name)
 
     for family in ("fconv", "transformer"):
-        wanted = [c for c in opts.only if c == family or (family == "transformer" and c in ("rope", "control"))]
+        wanted = [c for c in opts.only if c == family or (family == "transformer" and c in (*ATTENTION_KINDS, "control"))]
         if not wanted:
             continue
         stock_arch, flags, ours_arch = family_archs(family, opts.size)
@@ -238,11 +257,13 @@ def run(opts):
         if family in wanted:
             print(f"\n({family}) {ours_arch} default flags vs {stock_arch} {' '.join(flags)}".rstrip() + f"; {size}")
             timed(family, stock, ours, "stock", "posenc")
-        if "rope" in wanted:
-            rope, _ = build(ours_arch, ["--encoder-pos", "rope", "--decoder-pos", "rope"], task)
-            rope.load_state_dict(ours.state_dict(), strict=True)
-            print(f"\n(rope) {ours_arch} --encoder-pos rope --decoder-pos rope vs {ours_arch} (sinusoidal); {size}")
-            timed("rope", ours, rope, "sinusoidal", "rope")
+        for kind in (k for k in ATTENTION_KINDS if k in wanted):
+            other, _ = build(ours_arch, ["--encoder-pos", kind, "--decoder-pos", kind], task)
+            load_sinusoidal_weights(other, ours)
+            extra = n_params(other) - n_params(ours)
+            print(f"\n({kind}) {ours_arch} --encoder-pos {kind} --decoder-pos {kind} vs {ours_arch} (sinusoidal); "
+                  f"{size}" + (f", +{extra} for {kind}" if extra else ""))
+            timed(kind, ours, other, "sinusoidal", kind)
         if "control" in wanted:
             twin, _ = build(stock_arch, flags, task)
             twin.load_state_dict(stock.state_dict(), strict=True)

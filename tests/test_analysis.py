@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from posenc.analysis.properties import gram, proximity_properties
+from posenc.analysis.properties import (
+    attention_logit_properties,
+    attention_logits,
+    dot_product_properties,
+    gram,
+    monotone_range,
+    pairwise_symmetry,
+)
 from posenc.analysis.probes import absolute_position_probe, position_folds, relative_order_probe
 from posenc.analysis.relative import (
     apply_shift,
@@ -172,25 +179,102 @@ def test_sinusoid_proximity_is_exactly_translation_invariant_and_symmetric(varia
     w = sinusoid_frequencies(d, variant, torch.float64).numpy()
     for m in (1, 5, 77):
         assert np.allclose(np.diagonal(g, m), np.cos(m * w).sum(), atol=1e-11)
-    props = proximity_properties(t)
+    props = dot_product_properties(t)
     assert abs(props["translation_invariance"] - 1) < 1e-12
-    assert abs(props["symmetry"] - 1) < 1e-12
-    assert props["symmetry_pairwise_max_error"] < 1e-12
     assert props["monotonicity_local16"] > 0.95 and props["monotonicity"] > 0.5
+    assert props["proximity"].startswith("dot product")
+
+
+def test_dot_product_symmetry_holds_by_construction_for_any_table():
+    """Even a random table is symmetric under the dot product: the number is no finding."""
+    props = dot_product_properties(random_table(60, 16))
+    assert abs(props["symmetry"] - 1) < 1e-12 and props["symmetry_max_abs_error"] < 1e-12
+    assert props["symmetry_holds_by_construction"] is True
 
 
 def test_random_table_violates_the_properties():
-    props = proximity_properties(random_table(200, 64))
+    props = dot_product_properties(random_table(200, 64))
     assert props["translation_invariance"] < 0.1
-    assert abs(props["symmetry"]) < 0.15
     assert abs(props["monotonicity"]) < 0.1
 
 
 def test_translation_invariance_detects_a_partial_violation():
     t = sinusoid_table(100, 32, "paper", dtype=torch.float64)
     t[50:] *= 1.5  # scaling half the table breaks phi(x, x+m) = f(m)
-    ti = proximity_properties(t)["translation_invariance"]
+    ti = dot_product_properties(t)["translation_invariance"]
     assert 0.2 < ti < 0.99
+
+
+# --- attention-logit proximity: a hand-built asymmetric case with closed-form answers ---------------
+
+
+def rotation(alpha):
+    return torch.tensor([[math.cos(alpha), -math.sin(alpha)], [math.sin(alpha), math.cos(alpha)]], dtype=torch.float64)
+
+
+def hand_built_heads(n, w_slow, w_fast):
+    """Three heads of width 2 over a 6-wide table PE_p = (sin p w1, cos p w1, sin p w1, cos p w1,
+    sin p w2, cos p w2). Head h reads its own pair: W_Q^h = I, W_K^h = R(alpha_h).
+
+    With u(a) = (sin a, cos a): R(alpha) u(b) = u(b - alpha) and u(a) . u(c) = cos(a - c), so
+    phi_h(x, y) = s cos((y - x) w - alpha_h): alpha = 0 symmetric, alpha = pi/2 antisymmetric
+    (s sin(m w)), alpha = pi/4 in between."""
+    p = torch.arange(n, dtype=torch.float64)
+    table = torch.stack([torch.sin(p * w_slow), torch.cos(p * w_slow), torch.sin(p * w_slow), torch.cos(p * w_slow),
+                         torch.sin(p * w_fast), torch.cos(p * w_fast)], 1)
+    w_q = torch.eye(6, dtype=torch.float64)  # fairseq's Linear: q = x @ w_q.T
+    w_k = torch.block_diag(rotation(0.0), rotation(math.pi / 2), rotation(math.pi / 4))
+    return table, w_q, w_k, (0.0, math.pi / 2, math.pi / 4)
+
+
+def test_attention_logits_equal_the_closed_form_per_head():
+    n, w1, w2 = 16, 0.1, 2 * math.pi / 16
+    table, w_q, w_k, alphas = hand_built_heads(n, w1, w2)
+    scaling = 2 ** -0.5  # fairseq: head_dim ** -0.5
+    logits = attention_logits(table, w_q, w_k, heads=3, scaling=scaling)
+    m = np.arange(n)[None, :] - np.arange(n)[:, None]  # y - x
+    for h, (w, alpha) in enumerate(zip((w1, w1, w2), alphas)):
+        assert np.allclose(logits[h], scaling * np.cos(m * w - alpha), atol=1e-13)
+
+
+def test_attention_logit_properties_on_the_hand_built_case():
+    n, w1, w2 = 16, 0.1, 2 * math.pi / 16
+    table, w_q, w_k, _ = hand_built_heads(n, w1, w2)
+    report, _ = attention_logit_properties(table, w_q, w_k, heads=3, scaling=2 ** -0.5)
+    sym, anti, mixed = report["per_head"]
+    # every head depends on the offset only
+    for head in report["per_head"]:
+        assert abs(head["translation_invariance"] - 1) < 1e-12
+    # alpha = 0: s cos(m w1), falling in |m| up to (n - 1) w1 = 1.5 < pi: symmetric, monotone both ways
+    assert abs(sym["symmetry"] - 1) < 1e-12
+    assert sym["monotonicity_forward"] == pytest.approx(1) and sym["monotonicity_backward"] == pytest.approx(1)
+    # alpha = pi/2: s sin(m w1), rising ahead and falling behind: antisymmetric, monotone only backwards
+    assert abs(anti["symmetry"] + 1) < 1e-12
+    assert anti["monotonicity_forward"] == pytest.approx(-1) and anti["monotonicity_backward"] == pytest.approx(1)
+    assert abs(anti["monotonicity"]) < 1e-12
+    # alpha = pi/4 at w2 = 2 pi / n: with S = cos(a) cos(m w) (even) and A = sin(a) sin(m w) (odd)
+    # over the ordered pairs x != y, symmetry = (var S - var A) / (var S + var A), where the
+    # Fejer sums give sum cos(m w) = -n, sum cos^2 = n(n-2)/2, sum sin^2 = n^2/2 over n(n-1) pairs.
+    pairs = n * (n - 1)
+    var_cos = (n * (n - 2) / 2) / pairs - (-n / pairs) ** 2
+    mean_sin2 = (n * n / 2) / pairs
+    expected = (0.5 * var_cos - 0.5 * mean_sin2) / (0.5 * var_cos + 0.5 * mean_sin2)
+    assert mixed["symmetry"] == pytest.approx(expected, abs=1e-12)
+    assert -0.1 < expected < -0.05  # neither symmetric nor antisymmetric
+    assert report["mean_over_heads"]["symmetry"] == pytest.approx((1 - 1 + expected) / 3, abs=1e-12)
+    assert report["scaling"] == 2 ** -0.5 and report["heads"] == 3
+
+
+def test_pairwise_symmetry_of_a_random_bilinear_form_is_near_zero():
+    g = random_table(80, 80, seed=5).numpy()
+    assert abs(pairwise_symmetry(g)) < 0.05
+    assert pairwise_symmetry(g + g.T) == pytest.approx(1) and pairwise_symmetry(g - g.T) == pytest.approx(-1)
+
+
+def test_monotone_range_is_the_first_rise():
+    assert monotone_range([5, 4, 3, 3.5, 1]) == 2
+    assert monotone_range([3, 2, 1, 0]) == 3
+    assert monotone_range([1, 1]) == 0
 
 
 # --- probes (Wang & Chen 2020) --------------------------------------------------------------------

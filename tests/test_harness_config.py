@@ -122,13 +122,42 @@ def test_placement_maps_to_the_side_flags(placement, expected):
 
 @pytest.mark.parametrize("overrides,message", [
     (["placement=sideways"], "placement='sideways' is not allowed; allowed: both, source, target, none"),
-    (["pe=alibi"], "pe='alibi' is not allowed; allowed: learned, sinusoidal, rope"),
+    (["pe=xpos"], "pe='xpos' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5"),
     (["pe=rope"], "pe='rope' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
+    (["pe=alibi"], "pe='alibi' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
+    (["pe=t5"], "pe='t5' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
 ])
 def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
     with pytest.raises(ConfigError) as err:
         cell_spec(compose_cfg(*overrides))
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("pe", ["alibi", "t5"])
+def test_attention_bias_kinds_reach_the_transformer_flags(pe):
+    cfg = compose_cfg("model=transformer_small", f"pe={pe}", "placement=source")
+    spec = cell_spec(cfg)
+    argv = train_command("bin", "ckpt", spec, cfg, {"optimizer": "adam"})
+    i = argv.index("--encoder-pos")
+    assert argv[i:i + 4] == ["--encoder-pos", pe, "--decoder-pos", "none"]
+
+
+@pytest.mark.parametrize("experiment", ["pe_grid", "extrapolation"])
+def test_kind_sweeps_cover_every_kind(experiment):
+    from posenc.kinds import PE_KINDS
+    grid = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
+    assert grid.pe.split(",") == list(PE_KINDS)
+
+
+def test_extrapolation_preset_scores_the_long_split_on_the_transformer():
+    cfg = compose_cfg("experiment=extrapolation")
+    assert (cfg.model.family, cfg.data.name, cfg.generation.test_long, cfg.skip_impossible) == \
+        ("transformer", "synthetic", True, True)
+    assert cfg.hydra.sweep.dir == "results/sweeps/extrapolation"
+    params = cfg.hydra.sweeper.params
+    cells = [(pe, placement, seed) for pe in params.pe.split(",") for placement in params.placement.split(",")
+             for seed in str(params.seed).split(",") if grid_skip_reason("transformer", pe, placement) is None]
+    assert len(cells) == 5 * 2 * 3 + 3  # each kind on both sides and on the source side, plus none
 
 
 def test_rope_with_placement_none_needs_no_kind():
@@ -139,6 +168,7 @@ def test_grid_skips():
     assert grid_skip_reason("fconv", "rope", "both")
     assert grid_skip_reason("transformer", "sinusoidal", "none")
     assert grid_skip_reason("transformer", "rope", "source") is None
+    assert grid_skip_reason("fconv", "t5", "target") and grid_skip_reason("transformer", "alibi", "both") is None
     assert grid_skip_reason("fconv", "learned", "none") is None
 
 
@@ -164,15 +194,14 @@ def test_cli_refuses_bad_values_without_a_traceback(tmp_path, args, expected):
     assert not (tmp_path / "run" / "result.json").exists()
 
 
-def test_wandb_logger_without_wandb_is_refused_up_front():
-    import importlib.util
-    from posenc.harness.cell import logger_environment
-    assert logger_environment(compose_cfg().logger) == {}
-    if importlib.util.find_spec("wandb"):
-        assert logger_environment(compose_cfg("logger=wandb", "logger.mode=offline").logger)["WANDB_MODE"] == "offline"
-    else:
-        with pytest.raises(ConfigError, match=r"logger=wandb needs the wandb package: pip install -e '.\[wandb\]'"):
-            logger_environment(compose_cfg("logger=wandb").logger)
+def test_logger_is_checked_up_front():
+    from posenc.harness.wandb_run import check_logger
+    check_logger(compose_cfg().logger)
+    check_logger(compose_cfg("logger=wandb").logger)  # wandb is a main dependency (make setup)
+    bad = compose_cfg("logger=wandb")
+    bad.logger.name = "tensorboard"
+    with pytest.raises(ConfigError, match=r"^logger='tensorboard' is not allowed; allowed: none, wandb$"):
+        check_logger(bad.logger)
 
 
 def test_a_grid_sweep_refuses_a_misspelt_value_instead_of_skipping_it(tmp_path):
@@ -180,4 +209,4 @@ def test_a_grid_sweep_refuses_a_misspelt_value_instead_of_skipping_it(tmp_path):
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == \
-        "posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope"
+        "posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5"

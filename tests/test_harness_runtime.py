@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf
 
 from posenc.harness import runtime
 from posenc.harness.commands import commands_script
-from posenc.harness.runtime import ALWAYS, added_environment, cells_at_once, thread_count
+from posenc.harness.runtime import ALWAYS, added_environment, thread_count
 from posenc.harness.spec import ConfigError
 from posenc.harness.subprocess_step import run_step
 
@@ -34,51 +34,44 @@ def without_fairseq_config_store():
 
 
 def runtime_of(*overrides):
-    """``cfg.runtime`` as a job sees it (the launcher's settings resolvable through ``${hydra:...}``)."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
-    HydraConfig.instance().set_config(cfg)
-    return cfg.runtime
+        return compose(config_name="config", overrides=list(overrides)).runtime
 
 
 def test_the_default_adds_only_what_fairseq_needs():
     runtime = runtime_of()
-    assert (runtime.threads, runtime.omp_wait_policy, runtime.cells_at_once) == ("auto", None, None)
-    assert added_environment(runtime, user_env={}) == ALWAYS == {
-        "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "PYTHONUNBUFFERED": "1"}
+    assert (runtime.threads, runtime.omp_wait_policy) == (None, None)
+    assert added_environment(runtime) == ALWAYS == {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "PYTHONUNBUFFERED": "1"}
 
 
 def test_busy_preset_asks_for_passive_waiting():
-    added = added_environment(runtime_of("runtime=busy"), user_env={})
-    assert added == {**ALWAYS, "OMP_WAIT_POLICY": "PASSIVE"}
+    assert added_environment(runtime_of("runtime=busy")) == {**ALWAYS, "OMP_WAIT_POLICY": "PASSIVE"}
 
 
-def test_parallel_cells_get_their_share_of_the_cores():
-    runtime = runtime_of("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
-    assert runtime.cells_at_once == 2
-    cores = len(os.sched_getaffinity(0))
-    assert added_environment(runtime, user_env={})["OMP_NUM_THREADS"] == str(max(cores // 2, 1))
-    # A user who set OMP_NUM_THREADS keeps it; an explicit runtime.threads wins (asked in the config).
-    assert "OMP_NUM_THREADS" not in added_environment(runtime, user_env={"OMP_NUM_THREADS": "7"})
-    assert added_environment(runtime_of("runtime.threads=3"), user_env={"OMP_NUM_THREADS": "7"})["OMP_NUM_THREADS"] == "3"
+def test_an_explicit_thread_count_is_passed_on():
+    assert added_environment(runtime_of("runtime.threads=3"))["OMP_NUM_THREADS"] == "3"
+    assert thread_count(None) is None and thread_count(2) == 2
 
 
-def test_thread_arithmetic():
-    assert thread_count("auto", 1, 16, {}) is None
-    assert thread_count("auto", 4, 16, {}) == 4
-    assert thread_count("auto", 32, 16, {}) == 1
-    assert thread_count(None, 4, 16, {}) is None
-    assert cells_at_once(None, 16) == 1 and cells_at_once(-1, 16) == 16 and cells_at_once(-2, 16) == 15
+def test_cells_side_by_side_get_their_share_only_when_the_config_names_no_thread_count():
+    """The share itself is posenc.harness.parallel's; runtime.threads, when set, wins."""
+    from posenc.harness.parallel import cell_resources
+    joblib = OmegaConf.create({"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
+                               "n_jobs": 2})
+    for overrides, expected in (([], "share"), (["runtime.threads=3"], None)):
+        cfg = OmegaConf.create({"runtime": {"threads": 3 if overrides else None}, "gpus": 0})
+        with cell_resources(cfg, joblib, 4, Path("/nonexistent")) as env:
+            assert ("OMP_NUM_THREADS" in env) == (expected == "share")
 
 
 @pytest.mark.parametrize("override,message", [
-    ("runtime.threads=0", "runtime.threads=0 is not allowed; allowed: auto, null or a whole number >= 1"),
-    ("runtime.threads=2.5", "runtime.threads=2.5 is not allowed; allowed: auto, null or a whole number >= 1"),
+    ("runtime.threads=0", "runtime.threads=0 is not allowed; allowed: null or a whole number >= 1"),
+    ("runtime.threads=2.5", "runtime.threads=2.5 is not allowed; allowed: null or a whole number >= 1"),
     ("runtime.omp_wait_policy=SLEEPY", "runtime.omp_wait_policy='SLEEPY' is not allowed; allowed: null, PASSIVE, ACTIVE"),
 ])
 def test_bad_runtime_values_are_refused(override, message):
     with pytest.raises(ConfigError) as err:
-        added_environment(runtime_of(override), user_env={})
+        added_environment(runtime_of(override))
     assert str(err.value) == message
 
 
@@ -89,6 +82,7 @@ def test_children_and_commands_sh_get_the_user_environment_plus_exactly_the_docu
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     monkeypatch.setenv("POSENC_TEST_MARKER", "a value with spaces and 'quotes'")
     monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    monkeypatch.delenv("KMP_INIT_AT_FORK", raising=False)  # joblib's, if another test imported it (see below)
     user_env = dict(os.environ)
     added = added_environment(runtime_of(*overrides))
     documented = dict(ALWAYS)

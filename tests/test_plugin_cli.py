@@ -72,13 +72,29 @@ def test_relative_user_dir_from_the_repo_root_and_fairseq_validate(reversal_corp
 
 
 @pytest.mark.slow
-def test_fconv_refuses_rope_at_start_up_with_one_line(reversal_corpus, tmp_path):
+@pytest.mark.parametrize("encoder_pos,decoder_pos", [("alibi", "t5"), ("t5", "alibi")])
+def test_train_and_generate_with_attention_biases(reversal_corpus, tmp_path, encoder_pos, decoder_pos):
+    """Each bias kind on each side, through training, a checkpoint and beam search."""
+    train(reversal_corpus, tmp_path / "ckpt", "posenc_transformer_small", "--encoder-pos", encoder_pos,
+          "--decoder-pos", decoder_pos, cwd=tmp_path)
+    out = fairseq("fairseq-generate", reversal_corpus, "--user-dir", PLUGIN, "--path", tmp_path / "ckpt" / "checkpoint_last.pt",
+                  "--beam", "3", "--batch-size", "8", "--required-batch-size-multiple", "1",
+                  "--max-len-a", "1.2", "--max-len-b", "5", "--cpu", cwd=tmp_path)
+    assert len([line for line in out.stdout.splitlines() if line.startswith("H-")]) == 21
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["rope", "alibi", "t5"])
+@pytest.mark.parametrize("flag", ["--encoder-pos", "--decoder-pos"])
+def test_fconv_refuses_attention_kinds_at_start_up_with_one_line(reversal_corpus, tmp_path, kind, flag):
     proc = fairseq("fairseq-train", reversal_corpus, "--user-dir", PLUGIN, "--arch", "posenc_fconv_small",
-                   "--encoder-pos", "rope", "--save-dir", tmp_path, cwd=tmp_path, check=False)
+                   flag, kind, "--save-dir", tmp_path, cwd=tmp_path, check=False)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
-    assert "--encoder-pos" in last and all(k in last for k in ("learned", "sinusoidal", "none")) and "'rope'" in last
+    allowed = last.split("choose from ")[-1]
+    assert flag in last and f"invalid choice: '{kind}'" in last
+    assert [k.strip(" ')") for k in allowed.split(",")] == ["learned", "sinusoidal", "none"]
 
 
 def test_user_dir_after_importing_the_package_in_the_same_process(tmp_path):

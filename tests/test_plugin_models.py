@@ -1,18 +1,19 @@
 """posenc_fconv / posenc_transformer against stock fairseq models built in the same process."""
 
-import itertools
+import math
 
 import pytest
 import torch
 
-from fairseq_helpers import DummyTask, build, decoder_output, parse_args, random_batch
+from fairseq_helpers import PAD, DummyTask, build, decoder_output, parse_args, random_batch
+from posenc.fairseq_plugin.options import POSITION_SETTINGS
 from posenc.kinds import FAMILY_KINDS
 
 FCONV_ARCHS = ["fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr"]
 TRANSFORMER_ARCHS = ["transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
                      "transformer_vaswani_wmt_en_de_big"]
 SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
-OUR_KEYS = {"arch", "encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "rope_base"}
+OUR_KEYS = {"arch", *POSITION_SETTINGS}
 
 
 def assert_loads_strictly_and_matches(stock, ours, task):
@@ -98,7 +99,7 @@ def test_fconv_none_removes_the_signal_from_convolutions_and_attention(side):
     assert f"{other}.embed_positions.weight" in none_model.state_dict()
 
 
-@pytest.mark.parametrize("encoder_kind", ["none", "learned", "sinusoidal", "rope"])
+@pytest.mark.parametrize("encoder_kind", FAMILY_KINDS["transformer"])
 def test_transformer_encoder_without_positions_is_blind_to_source_order(encoder_kind):
     task = DummyTask()
     model, _ = build("posenc_transformer_small", "--encoder-pos", encoder_kind, "--decoder-pos", "sinusoidal", task=task)
@@ -128,6 +129,81 @@ def test_rope_side_is_position_aware_through_attention_only():
     assert not torch.allclose(decoder_output(rope, src, src_lengths, prev), decoder_output(none, src, src_lengths, prev), atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+def test_attention_bias_kinds_add_nothing_to_embeddings_and_keep_cross_attention_stock(kind):
+    model, _ = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", kind)
+    for side in (model.encoder, model.decoder):
+        assert side.embed_positions is None
+        assert all(layer.self_attn.shared_bias is side.relative_attention_bias for layer in side.layers)
+    assert not model.encoder.relative_attention_bias.causal and model.decoder.relative_attention_bias.causal
+    assert all(type(layer.encoder_attn).__name__ == "MultiheadAttention" for layer in model.decoder.layers)
+    # Only the side that asks for it gets it; the other keeps stock self-attention.
+    mixed, _ = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", "sinusoidal")
+    assert all(type(layer.self_attn).__name__ == "MultiheadAttention" for layer in mixed.decoder.layers)
+    assert not hasattr(mixed.decoder, "relative_attention_bias")
+
+
+def test_alibi_adds_no_parameters_and_t5_one_table_per_side():
+    none, _ = build("posenc_transformer_small", "--encoder-pos", "none", "--decoder-pos", "none")
+    alibi, _ = build("posenc_transformer_small", "--encoder-pos", "alibi", "--decoder-pos", "alibi")
+    t5, args = build("posenc_transformer_small", "--encoder-pos", "t5", "--decoder-pos", "t5")
+    assert alibi.state_dict().keys() == none.state_dict().keys()
+    n_params = [sum(p.numel() for p in m.parameters()) for m in (none, alibi, t5)]
+    heads = args.encoder_attention_heads
+    # T5 shares one (32 buckets x heads) table across the layers of a side, as in T5: it appears
+    # once in the state dict and once among the parameters, though every layer uses it.
+    assert set(t5.state_dict()) - set(none.state_dict()) == {"encoder.relative_attention_bias.weight",
+                                                              "decoder.relative_attention_bias.weight"}
+    assert t5.state_dict()["encoder.relative_attention_bias.weight"].shape == (32, heads)
+    assert n_params == [n_params[0], n_params[0], n_params[0] + 2 * 32 * heads]
+    none.load_state_dict({k: v for k, v in t5.state_dict().items() if "relative_attention_bias" not in k})
+    # Every layer's gradient reaches the one shared table.
+    t5.train()
+    task = DummyTask()
+    src, src_lengths, prev = random_batch(task.source_dictionary)
+    t5(src, src_lengths, prev)[0].sum().backward()
+    assert t5.encoder.relative_attention_bias.weight.grad is not None
+    assert t5.decoder.relative_attention_bias.weight.grad is not None
+
+
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+def test_bias_is_computed_once_per_side_and_length(kind, monkeypatch):
+    """All layers of a side share one forward's lengths: the bias (ALiBi) or the bucket indices
+    (T5) are computed once per side, not once per layer."""
+    from posenc.encodings import attention_bias
+    made = []
+    if kind == "alibi":
+        original = attention_bias.AlibiBias._make
+        monkeypatch.setattr(attention_bias.AlibiBias, "_make", lambda self, *a: made.append(a) or original(self, *a))
+    else:
+        original = attention_bias.relative_position_bucket
+        monkeypatch.setattr(attention_bias, "relative_position_bucket", lambda *a: made.append(a) or original(*a))
+    task = DummyTask()
+    model, args = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", kind, task=task)
+    assert args.encoder_layers == args.decoder_layers == 3
+    src, src_lengths, prev = random_batch(task.source_dictionary)
+    decoder_output(model, src, src_lengths, prev)
+    assert len(made) == 2  # one for the encoder, one for the decoder
+
+
+def encoder_out(model, src, src_lengths):
+    with torch.no_grad():
+        return model.encoder(src, src_lengths)["encoder_out"][0]  # (T, B, C)
+
+
+@pytest.mark.parametrize("kind", FAMILY_KINDS["transformer"])
+def test_encoder_output_of_a_sentence_does_not_change_when_left_padded(kind):
+    task = DummyTask()
+    model, _ = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", "none", task=task)
+    src, _, _ = random_batch(task.source_dictionary, bsz=2, src_len=9, pad_source=False)
+    sentence = src[:1, 4:]  # 5 tokens alone, then the same 5 tokens left-padded beside a 9-token one
+    padded = src.clone()
+    padded[0, :4] = PAD
+    alone = encoder_out(model, sentence, torch.tensor([5]))[:, 0]
+    in_batch = encoder_out(model, padded, padded.ne(PAD).sum(1))[4:, 0]
+    assert torch.allclose(alone, in_batch, atol=1e-5)
+
+
 def incremental_outputs(model, src, src_lengths, prev):
     """Decoder outputs step by step through fairseq's incremental state, ``(B, T, V)``."""
     with torch.no_grad():
@@ -147,6 +223,42 @@ def test_incremental_decoding_equals_full_sequence_decoding(family, kind):
     assert torch.allclose(incremental_outputs(model, src, src_lengths, prev), full, atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", FAMILY_KINDS["transformer"])
+def test_beam_reordering_of_the_incremental_state(kind):
+    """Decode two steps of three hypotheses, reorder the cached self-attention state as beam search
+    does, decode a third: the same as decoding the reordered prefixes from scratch. (The hypotheses
+    share one source, as beams do; fairseq reorders the cross-attention cache on its own terms.)"""
+    task = DummyTask()
+    model, _ = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", kind, task=task)
+    src, src_lengths, prev = random_batch(task.source_dictionary, bsz=3, tgt_len=3)
+    src, src_lengths = src[1:2].expand(3, -1), src_lengths[1:2].expand(3)
+    prev[-1, -1] = task.source_dictionary.index("w3")
+    order = torch.tensor([2, 0, 0])
+    with torch.no_grad():
+        encoder_out = model.encoder(src, src_lengths)
+        state = {}
+        for t in range(2):
+            model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        step = model.decoder(prev[order], encoder_out, incremental_state=state)[0]
+    full = decoder_output(model, src, src_lengths, prev[order])[:, -1:]
+    unordered = decoder_output(model, src, src_lengths, prev)[:, -1:]
+    assert not torch.allclose(full, unordered, atol=1e-3)  # the reordering is visible
+    assert torch.allclose(step, full, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["alibi", "t5"])
+def test_attention_bias_kinds_run_past_every_table_length(kind):
+    """No table bounds them: a 1500-token source (beyond the 1024 of max_positions) still encodes,
+    and a token's output depends on its neighbours' distance."""
+    task = DummyTask()
+    model, _ = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", kind, task=task)
+    src = torch.randint(task.source_dictionary.nspecial, len(task.source_dictionary), (1, 1500),
+                        generator=torch.Generator().manual_seed(0))
+    out = encoder_out(model, src, torch.tensor([1500]))
+    assert out.shape[0] == 1500 and torch.isfinite(out).all()
+
+
 @pytest.mark.parametrize("family", ["fconv", "transformer"])
 @pytest.mark.parametrize("max_pos", [None, "60"])
 def test_every_placement_reports_the_stock_learned_max_positions(family, max_pos):
@@ -155,7 +267,10 @@ def test_every_placement_reports_the_stock_learned_max_positions(family, max_pos
     stock_arch = "fconv_iwslt_de_en" if family == "fconv" else "transformer_iwslt_de_en"
     learned_flags = [] if family == "fconv" else ["--encoder-learned-pos", "--decoder-learned-pos"]
     stock, _ = build(stock_arch, *learned_flags, *extra)
-    for enc, dec in itertools.product(FAMILY_KINDS[family], repeat=2):
+    kinds = FAMILY_KINDS[family]
+    # Each kind on each side, alone and on both: the limit of a side depends on its own kind only.
+    pairs = dict.fromkeys([(k, k) for k in kinds] + [(k, "none") for k in kinds] + [("none", k) for k in kinds])
+    for enc, dec in pairs:
         model, _ = build(SMALL[family], "--encoder-pos", enc, "--decoder-pos", dec, *extra)
         assert model.max_positions() == stock.max_positions(), (enc, dec)
 
@@ -193,3 +308,34 @@ def test_build_refuses_rope_for_fconv_in_process():
     from posenc.fairseq_plugin.fconv import PosencFConvModel
     with pytest.raises(ValueError, match="allowed: learned, sinusoidal, none"):
         PosencFConvModel.build_model(args, DummyTask())
+
+
+@pytest.mark.parametrize("arch,scale", [("posenc_fconv_small", 0.1 * 2 ** 0.5), ("posenc_transformer_small", 1.0)])
+def test_args_record_every_resolved_position_setting(arch, scale):
+    """fairseq saves the args in the checkpoint: every unset position flag is resolved in them."""
+    args = parse_args(arch)
+    assert (args.sinusoidal_variant, args.sinusoidal_base, args.rope_base) == ("fairseq", 10000.0, 10000.0)
+    assert args.sinusoidal_scale == pytest.approx(scale, rel=1e-15)
+    args = parse_args(arch, "--sinusoidal-scale", "0.5", "--sinusoidal-base", "500", "--sinusoidal-variant", "paper")
+    assert (args.sinusoidal_scale, args.sinusoidal_base, args.sinusoidal_variant) == (0.5, 500.0, "paper")
+
+
+def test_sinusoidal_base_reaches_the_model():
+    model, args = build("posenc_fconv_small", "--encoder-pos", "sinusoidal", "--sinusoidal-base", "100",
+                        "--sinusoidal-variant", "paper", "--sinusoidal-scale", "1")
+    rows = model.encoder.embed_positions(torch.full((1, 30), 5))[0].double()
+    d = args.encoder_embed_dim
+    for p in (0, 7, 29):
+        for i in (0, 5, d // 2 - 1):
+            angle = (p + PAD + 1) / 100 ** (2 * i / d)  # the first token sits at padding_idx + 1
+            assert rows[p, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-5)
+            assert rows[p, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-5)
+
+
+@pytest.mark.parametrize("flag", ["--sinusoidal-base", "--rope-base"])
+@pytest.mark.parametrize("value", ["1", "0.5", "-3", "inf"])
+def test_a_base_not_above_one_is_refused_by_argparse(flag, value, capsys):
+    with pytest.raises(SystemExit):
+        parse_args("posenc_transformer_small", flag, value)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert flag in err and "greater than 1" in err

@@ -1,6 +1,9 @@
-"""Position-encoding analysis (``posenc-pe``): the seed's exercises 3.1 to 3.3 on the sinusoid,
-the proximity properties of Wang et al. (ICLR 2021), the probes of Wang & Chen (EMNLP 2020), and
-the same measurements on the position tables inside a fairseq checkpoint.
+"""Position-encoding analysis (``posenc-pe``): the seed's exercises 3.1 to 3.3 on the sinusoid
+(and what its base changes), the proximity properties of Wang et al. (ICLR 2021) of the dot
+product and of the first layer's attention logits, the probes of Wang & Chen (EMNLP 2020), and
+the same measurements on the position tables inside a fairseq checkpoint or every cell of a sweep.
+
+It reads tables, checkpoints and result records; it never imports fairseq or the harness.
 
 Conventions: a *table* is a ``(N, D)`` tensor whose row ``p`` is PE(p), ``p = 0 .. N-1`` (no
 padding row). Sinusoid *variants* are ``paper`` (interleaved sin/cos) and ``fairseq``

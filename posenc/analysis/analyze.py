@@ -10,18 +10,20 @@ import math
 import torch
 
 from posenc.analysis import probes as probes_mod
-from posenc.analysis.properties import gram, proximity_properties
+from posenc.analysis.properties import attention_logit_properties, dot_product_properties, gram
 from posenc.analysis.relative import factorisation_check, fit_shift_lstsq, relative_linear_errors
 from posenc.analysis.scale import dim_ranges, init_token_comparison, norm_stats
 from posenc.analysis.values import dominant_periods, sinusoid_wavelengths
+from posenc.encodings.defaults import SINUSOID_BASE
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, sinusoid_frequencies, sinusoid_table
 
 LSTSQ_KS = (1, 2, 3, 5, 10, 50, 100)
 
 
-def analyze_table(table: torch.Tensor, *, run_probes: bool = True, folds: int = 5, seed: int = 0):
+def analyze_table(table: torch.Tensor, *, run_probes: bool = True, folds: int = 5, seed: int = 0, attention=None):
     """Scale (3.3), dominant periods (3.2), proximity properties and probes of any ``(N, D)``
-    table."""
+    table. ``attention``: ``(w_q, w_k, heads, scaling)`` of the first self-attention layer the
+    table feeds, for the attention-logit properties next to the dot product's."""
     t = table.to(torch.float64)
     ranges = dim_ranges(t)
     stats = norm_stats(t)
@@ -33,8 +35,11 @@ def analyze_table(table: torch.Tensor, *, run_probes: bool = True, folds: int = 
                   "init_tokens": init_token_comparison(stats["norm_mean"], t.size(1))},
         "dominant_period": {"min": float(periods.min()), "median": float(periods.median()),
                             "max": float(periods.max())},
-        "properties": proximity_properties(t),
+        "properties": dot_product_properties(t),
     }
+    logits = None
+    if attention is not None:
+        report["attention_logit_properties"], logits = attention_logit_properties(t, *attention)
     if run_probes and t.size(0) >= 2 * folds:  # every fold needs >= 2 held-out positions
         report["probes"] = probes_mod.probes(t, folds=folds, seed=seed)
     extras = {
@@ -44,30 +49,32 @@ def analyze_table(table: torch.Tensor, *, run_probes: bool = True, folds: int = 
         "dim_max": torch.tensor(ranges["per_dim_max"]),
         "gram": gram(t),
         "periods": periods,
+        "attention_logits": logits,
     }
     return report, extras
 
 
-def analyze_sinusoid(dim: int, max_len: int, variant: str = "paper", *, run_probes: bool = True,
-                     folds: int = 5, seed: int = 0, lstsq_ks=LSTSQ_KS):
+def analyze_sinusoid(dim: int, max_len: int, variant: str = "paper", *, base: float = SINUSOID_BASE,
+                     run_probes: bool = True, folds: int = 5, seed: int = 0, lstsq_ks=LSTSQ_KS):
     """Exercises 3.1 to 3.3 plus properties and probes for rows PE(0) .. PE(max_len - 1)."""
-    t64 = sinusoid_table(max_len, dim, variant, dtype=torch.float64)
-    t32 = sinusoid_table(max_len, dim, variant, dtype=torch.float32)
-    rel64 = relative_linear_errors(t64, variant)
-    rel32 = relative_linear_errors(t32, variant)
+    t64 = sinusoid_table(max_len, dim, variant, dtype=torch.float64, base=base)
+    t32 = sinusoid_table(max_len, dim, variant, dtype=torch.float32, base=base)
+    rel64 = relative_linear_errors(t64, variant, base=base)
+    rel32 = relative_linear_errors(t32, variant, base=base)
     fits = []
     for k in lstsq_ks:
         if k <= max_len - 3:
-            fit = fit_shift_lstsq(t64, k, variant)
+            fit = fit_shift_lstsq(t64, k, variant, base=base)
             fits.append({"k": k, "full": fit["full"], "block": fit["block"]})
-    fact = factorisation_check(t64, variant)
-    base, extras = analyze_table(t64, run_probes=run_probes, folds=folds, seed=seed)
-    wl = sinusoid_wavelengths(dim, variant)
-    freqs = sinusoid_frequencies(dim, variant, dtype=torch.float64)
+    fact = factorisation_check(t64, variant, base=base)
+    measured, extras = analyze_table(t64, run_probes=run_probes, folds=folds, seed=seed)
+    wl = sinusoid_wavelengths(dim, variant, base=base)
+    freqs = sinusoid_frequencies(dim, variant, dtype=torch.float64, base=base)
     report = {
         "variant": variant,
         "dim": dim,
         "max_len": max_len,
+        "base": base,
         "relative": {
             "max_error_float64": rel64["max_error"],
             "worst_k_float64": rel64["worst_k"],
@@ -84,7 +91,7 @@ def analyze_sinusoid(dim: int, max_len: int, variant: str = "paper", *, run_prob
             "wavelength_min": float(wl.min()),
             "wavelength_max": float(wl.max()),
         },
-        **base,
+        **measured,
     }
     report["scale"]["norm_expected"] = math.sqrt(dim / 2)
     extras.update({"relative_ks": rel64["ks"], "relative_per_k_float64": rel64["per_k"],
@@ -92,11 +99,11 @@ def analyze_sinusoid(dim: int, max_len: int, variant: str = "paper", *, run_prob
     return report, extras
 
 
-def sinusoid_report(dim: int, max_len: int, variant: str = "paper", **kwargs):
+def sinusoid_report(dim: int, max_len: int, variant: str = "paper", base: float = SINUSOID_BASE, **kwargs):
     """Both variants under ``variants``; the contract keys of ``variant`` at top level."""
     variants, extras = {}, {}
     for v in SINUSOID_VARIANTS:
-        variants[v], extras[v] = analyze_sinusoid(dim, max_len, v, **kwargs)
+        variants[v], extras[v] = analyze_sinusoid(dim, max_len, v, base=base, **kwargs)
     chosen = variants[variant]
     props = chosen["properties"]
     report = {
@@ -105,15 +112,19 @@ def sinusoid_report(dim: int, max_len: int, variant: str = "paper", **kwargs):
         "variant": variant,
         "dim": dim,
         "max_len": max_len,
+        "base": base,
         "positions": f"row p is PE(p), p = 0..{max_len - 1} (no padding row)",
         "relative_linear_max_error": chosen["relative"]["max_error_float64"],
         "relative_linear_max_error_float32": chosen["relative"]["max_error_float32"],
         "norm_mean": chosen["scale"]["norm_mean"],
         "norm_std": chosen["scale"]["norm_std"],
         "norm_expected": chosen["scale"]["norm_expected"],
+        "proximity": props["proximity"],
         "translation_invariance": props["translation_invariance"],
         "monotonicity": props["monotonicity"],
         "symmetry": props["symmetry"],
+        "symmetry_holds_by_construction": True,
+        "symmetry_note": "phi(x, y) = <PE_x, PE_y> = phi(y, x) for any table: 1 by construction, not a finding",
         "pe_to_token_norm_ratio": chosen["scale"]["init_tokens"]["transformer"]["pe_to_token_norm_ratio"],
     }
     if "probes" in chosen:
@@ -127,22 +138,38 @@ __all__ = ["analyze_sinusoid", "analyze_table", "sinusoid_report"]
 
 
 def checkpoint_report(path: str, *, padding_idx=None, max_len=None, run_probes: bool = True, folds: int = 5,
-                      seed: int = 0):
+                      seed: int = 0, require_table: bool = True):
     """Extract the encoder and decoder position tables of a fairseq checkpoint and run the table
     measurements on each; compare them when both exist with the same width."""
-    from posenc.analysis.checkpoint import extract_tables, load_checkpoint, model_args, model_family, token_embedding
+    from posenc.analysis.checkpoint import (
+        extract_tables,
+        first_layer_attention,
+        load_checkpoint,
+        model_args,
+        model_family,
+        token_embedding,
+    )
     from posenc.analysis.scale import token_norms
 
     ckpt = load_checkpoint(path)
-    tables = extract_tables(ckpt, padding_idx=padding_idx, max_len=max_len)
+    tables = extract_tables(ckpt, padding_idx=padding_idx, max_len=max_len, require_table=require_table)
     args = model_args(ckpt)
     sides, extras = {}, {}
     for side, pt in tables.items():
         entry = {"kind": pt.kind, "source": pt.source, "notes": pt.notes}
         if pt.table is not None:
-            rep, ex = analyze_table(pt.table, run_probes=run_probes, folds=folds, seed=seed)
+            w_q, w_k, heads, scaling, attn_note = first_layer_attention(ckpt, side)
+            attention = (w_q, w_k, heads, scaling) if w_q is not None and w_q.size(1) == pt.table.size(1) else None
+            rep, ex = analyze_table(pt.table, run_probes=run_probes, folds=folds, seed=seed, attention=attention)
+            if attention is not None:
+                rep["attention_logit_properties"]["note"] = attn_note
+            else:
+                entry["attention_logit_properties_absent"] = attn_note
             entry.update({"padding_idx": pt.padding_idx, "first_row": pt.first_row,
-                          "rows_in_checkpoint": pt.rows_in_checkpoint}, **rep)
+                          "rows_in_checkpoint": pt.rows_in_checkpoint, "trained_positions": pt.trained_positions},
+                         **rep)
+            if pt.settings:
+                entry["settings"] = pt.settings
             tok, scale, note = token_embedding(ckpt, side)
             if tok is not None and tok.size(1) == pt.table.size(1):
                 tn = token_norms(tok, scale, padding_idx=pt.padding_idx)

@@ -155,4 +155,136 @@ def cosine_heatmap(table, path, title):
     return _save(fig, path)
 
 
-__all__ = ["cosine_heatmap", "dimension_lines", "heatmap", "proximity", "relative_errors", "scale", "wavelengths"]
+def head_heatmaps(logits, path, title):
+    """One panel per head of ``(H, N, N)`` attention logits (row: query position, column: key)."""
+    g = np.asarray(logits, dtype=np.float64)
+    heads = g.shape[0]
+    cols = min(heads, 4)
+    rows = (heads + cols - 1) // cols
+    fig, axes = _new(3.2 * cols, 3.0 * rows + 0.4, ncols=cols, nrows=rows)
+    for h in range(rows * cols):
+        ax = axes[h // cols, h % cols]
+        if h >= heads:
+            ax.axis("off")
+            continue
+        lim = float(np.abs(g[h]).max()) or 1.0
+        im = ax.imshow(g[h], cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
+        ax.set_title(f"head {h}", fontsize=9)
+        ax.set_xlabel("key position y", fontsize=8)
+        ax.set_ylabel("query position x", fontsize=8)
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, path)
+
+
+__all__ = ["cosine_heatmap", "head_heatmaps", "dimension_lines", "heatmap", "proximity", "relative_errors", "scale", "wavelengths"]
+
+
+def bases_figure(rows, extras, path, title, max_len):
+    """Four panels, one curve or point per base: the proximity f(m) over the offset, the pair
+    wavelengths, exercise 3.1's float32 error per offset, and the probes' errors."""
+    fig, axes = _new(12, 8, ncols=2, nrows=2)
+    (prox, wl), (rel, probe) = axes
+    for row in rows:
+        ex = extras[row["base"]]
+        label = f"base {row['base']:g}"
+        f = np.asarray(ex["profile"], dtype=np.float64)
+        line, = prox.plot(np.arange(len(f)), f / f[0], lw=0.9, label=label)
+        stop = row["monotone_up_to"]
+        prox.plot([stop], [f[stop] / f[0]], "o", ms=4, color=line.get_color())
+        w = np.asarray(ex["pair_wavelengths"], dtype=np.float64)
+        wl.plot(np.arange(len(w)), w, ".", ms=2.5, color=line.get_color(), label=label)
+        errs = np.asarray(ex["relative_per_k_float32"], dtype=np.float64)
+        rel.plot(np.arange(1, len(errs) - 1), errs[1:-1], lw=0.7, color=line.get_color(), label=label)
+    prox.set_xscale("symlog", linthresh=10)
+    prox.set_xlabel("offset m")
+    prox.set_ylabel("f(m) / f(0), f(m) = <PE_x, PE_x+m>")
+    prox.set_title("dot-product proximity; dot: where f stops falling")
+    prox.legend(fontsize=7)
+    wl.axhline(max_len, color="grey", lw=0.8, ls="--", label=f"N = {max_len}")
+    wl.set_yscale("log")
+    wl.set_xlabel("sin/cos pair i (fastest first)")
+    wl.set_ylabel("wavelength 2*pi/w_i (positions)")
+    wl.set_title("wavelengths")
+    wl.legend(fontsize=7)
+    rel.set_yscale("log")
+    rel.set_ylim(1e-7, 1e-3)
+    rel.set_xlabel("offset k (1 .. N-2; k = 0 and N-1 check nothing or one row)")
+    rel.set_ylabel("max |PE(p+k) - M(k) PE(p)| over p")
+    rel.set_title("exercise 3.1, float32 table: the fastest pair (w = 1, every base) dominates")
+    rel.legend(fontsize=7, ncol=2, loc="lower center")
+    bases = np.array([r["base"] for r in rows], dtype=np.float64)
+    if all("absolute_position_mae" in r for r in rows):
+        probe.plot(bases, [r["absolute_position_mae"] for r in rows], "o-", label="absolute position MAE (positions)")
+        ax2 = probe.twinx()
+        ax2.plot(bases, [r["relative_order_error"] for r in rows], "s--", color="C3", label="relative order error")
+        ax2.set_ylabel("relative order error (chance 0.5)")
+        ax2.set_ylim(0, 1)
+        ax2.legend(fontsize=7, loc="center right")
+        probe.set_yscale("symlog", linthresh=1e-3)
+    probe.plot(bases, [r["monotone_up_to"] for r in rows], "^:", color="C2", label="f(m) falls up to offset m")
+    probe.set_xscale("log")
+    probe.set_xlabel("base")
+    probe.set_ylabel("positions")
+    probe.set_title("probes (held-out positions) and monotone range")
+    probe.legend(fontsize=7, loc="upper right")
+    fig.suptitle(title, fontsize=11)
+    return _save(fig, path)
+
+
+PLACEMENT_COLORS = {"both": "C0", "source": "C1", "target": "C2", "none": "C7"}
+
+
+def sweep_scatter(rows, path, title, panels, references=None):
+    """BLEU of each measured cell against each indicator in ``panels`` (``(column suffix,
+    label)``), one row of panels per side; colour = placement; a dashed vertical line at
+    ``references[column]`` where given."""
+    sides = (("enc", "encoder"), ("dec", "decoder"))
+    fig, axes = _new(3.3 * len(panels), 6.4, ncols=len(panels), nrows=2)
+    for r, (prefix, side) in enumerate(sides):
+        for c, (suffix, label) in enumerate(panels):
+            ax = axes[r, c]
+            seen = set()
+            for row in rows:
+                x, y = row.get(f"{prefix}_{suffix}"), row.get("bleu")
+                if x is None or y is None:
+                    continue
+                placement = str(row.get("placement"))
+                ax.plot([x], [y], "o", ms=5, color=PLACEMENT_COLORS.get(placement, "k"),
+                        label=placement if placement not in seen else None)
+                seen.add(placement)
+            ref = (references or {}).get(f"{prefix}_{suffix}")
+            if ref is not None and seen:
+                ax.axvline(ref, color="grey", ls="--", lw=0.8, label="fresh init")
+            ax.set_xlabel(f"{side}: {label}", fontsize=8)
+            ax.set_ylabel("BLEU", fontsize=8)
+            if seen:
+                ax.legend(fontsize=6)
+            else:
+                ax.text(0.5, 0.5, f"no {side} table", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, path)
+
+
+def cosine_grid(tables: dict, path, title):
+    """Cosine similarity of positions for each ``label -> (N, D) table``, small multiples."""
+    labels = list(tables)
+    cols = min(len(labels), 6) or 1
+    nrows = max(1, (len(labels) + cols - 1) // cols)
+    fig, axes = _new(2.4 * cols, 2.5 * nrows + 0.5, ncols=cols, nrows=nrows)
+    for i in range(nrows * cols):
+        ax = axes[i // cols, i % cols]
+        if i >= len(labels):
+            ax.axis("off")
+            continue
+        t = np.asarray(tables[labels[i]], dtype=np.float64)
+        u = t / np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-300)
+        ax.imshow(u @ u.T, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+        ax.set_title(labels[i], fontsize=6)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, path)
+
+
+__all__ += ["bases_figure", "cosine_grid", "sweep_scatter"]

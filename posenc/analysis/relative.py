@@ -15,6 +15,7 @@ float32 table and float32 rotations.
 
 import torch
 
+from posenc.encodings.defaults import SINUSOID_BASE
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, sinusoid_frequencies
 
 
@@ -34,17 +35,17 @@ def pair_columns(dim: int, variant: str):
     return i, half + i
 
 
-def _cos_sin(ks: torch.Tensor, dim: int, variant: str, dtype):
-    freqs = sinusoid_frequencies(dim, variant, dtype=dtype)
+def _cos_sin(ks: torch.Tensor, dim: int, variant: str, dtype, base: float):
+    freqs = sinusoid_frequencies(dim, variant, dtype=dtype, base=base)
     angles = ks.to(dtype)[:, None] * freqs[None, :]  # (K, D/2)
     return torch.cos(angles), torch.sin(angles)
 
 
-def shift_matrix(k: int, dim: int, variant: str = "paper", dtype=torch.float64) -> torch.Tensor:
+def shift_matrix(k: int, dim: int, variant: str = "paper", dtype=torch.float64, base: float = SINUSOID_BASE) -> torch.Tensor:
     """The closed-form ``(D, D)`` matrix M(k) with PE(p + k) = M(k) PE(p) for every p.
 
     An odd ``D`` (whose last column is zero) gets a zero last row and column."""
-    c, s = _cos_sin(torch.tensor([k]), dim, variant, dtype)
+    c, s = _cos_sin(torch.tensor([k]), dim, variant, dtype, base)
     c, s = c[0], s[0]
     si, ci = pair_columns(dim, variant)
     m = torch.zeros(dim, dim, dtype=dtype)
@@ -66,12 +67,12 @@ def _split_pairs(rows: torch.Tensor, variant: str):
     return body[:, :half], body[:, half:]
 
 
-def apply_shift(rows: torch.Tensor, k: int, variant: str) -> torch.Tensor:
+def apply_shift(rows: torch.Tensor, k: int, variant: str, base: float = SINUSOID_BASE) -> torch.Tensor:
     """M(k) applied to each row of ``rows`` ``(P, D)``, pair by pair (same result as
     ``rows @ shift_matrix(k).T`` without the dense ``D x D`` product)."""
     check_variant(variant)
     dim = rows.size(1)
-    c, s = _cos_sin(torch.tensor([k]), dim, variant, rows.dtype)
+    c, s = _cos_sin(torch.tensor([k]), dim, variant, rows.dtype, base)
     sin_part, cos_part = _split_pairs(rows, variant)
     new_sin = sin_part * c + cos_part * s
     new_cos = cos_part * c - sin_part * s
@@ -84,7 +85,7 @@ def apply_shift(rows: torch.Tensor, k: int, variant: str) -> torch.Tensor:
     return out
 
 
-def relative_linear_errors(table: torch.Tensor, variant: str, chunk=None) -> dict:
+def relative_linear_errors(table: torch.Tensor, variant: str, chunk=None, base: float = SINUSOID_BASE) -> dict:
     """Largest ``|PE(p + k) - M(k) PE(p)|`` over all entries and all ``p, k >= 0`` with
     ``p + k < N`` (negative offsets are the same check with M(-k) = M(k)^T).
 
@@ -97,7 +98,7 @@ def relative_linear_errors(table: torch.Tensor, variant: str, chunk=None) -> dic
     n, dim = table.shape
     chunk = chunk or max(1, (1 << 24) // (n * max(dim // 2, 1)))
     sin_t, cos_t = _split_pairs(table, variant)  # (N, D/2) each
-    ck, sk = _cos_sin(torch.arange(n), dim, variant, table.dtype)  # (N, D/2): offsets 0..N-1
+    ck, sk = _cos_sin(torch.arange(n), dim, variant, table.dtype, base)  # (N, D/2): offsets 0..N-1
     per_k = torch.zeros(n, dtype=torch.float64)
     for p0 in range(0, n, chunk):
         p = torch.arange(p0, min(p0 + chunk, n))
@@ -116,7 +117,7 @@ def relative_linear_errors(table: torch.Tensor, variant: str, chunk=None) -> dic
             "ks": list(range(n)), "per_k": per_k.tolist()}
 
 
-def fit_shift_lstsq(table: torch.Tensor, k: int, variant: str) -> dict:
+def fit_shift_lstsq(table: torch.Tensor, k: int, variant: str, base: float = SINUSOID_BASE) -> dict:
     """Fit M(k) from the table alone, by least squares on PE(p + k) ~ M PE(p), and compare it
     with the closed form.
 
@@ -132,7 +133,7 @@ def fit_shift_lstsq(table: torch.Tensor, k: int, variant: str) -> dict:
     x = table[: table.size(0) - k].to(torch.float64)
     y = table[k:].to(torch.float64)
     dim = table.size(1)
-    closed = shift_matrix(k, dim, variant, torch.float64)
+    closed = shift_matrix(k, dim, variant, torch.float64, base)
 
     sol = torch.linalg.lstsq(x, y, driver="gelsd").solution  # (D, D) = M^T
     fitted = sol.T
@@ -161,7 +162,7 @@ def fit_shift_lstsq(table: torch.Tensor, k: int, variant: str) -> dict:
     return {"k": k, "full": full, "block": block, "fitted_full": fitted, "fitted_blocks": blocks}
 
 
-def factorisation_check(table: torch.Tensor, variant: str, max_k: int = 32) -> dict:
+def factorisation_check(table: torch.Tensor, variant: str, max_k: int = 32, base: float = SINUSOID_BASE) -> dict:
     """PE(p + k) - PE(p) = A(k) B(p) with A(k) = M(k) - I (k only) and B(p) = PE(p) (p only).
 
     ``max_error``: largest deviation of the differences from that product, over k = 1..max_k and
@@ -175,13 +176,13 @@ def factorisation_check(table: torch.Tensor, variant: str, max_k: int = 32) -> d
     max_k = max(1, min(max_k, n // 2))
     ks = torch.arange(1, max_k + 1)
     positions = n - max_k
-    base = table[:positions]
-    diffs = torch.stack([table[k : k + positions] - base for k in ks.tolist()])  # (K, P, D)
+    first = table[:positions]
+    diffs = torch.stack([table[k : k + positions] - first for k in ks.tolist()])  # (K, P, D)
     worst = 0.0
     for j, k in enumerate(ks.tolist()):
         # A(k) B(p) = (M(k) - I) PE(p), applied pair by pair (apply_shift is M(k) without the
         # dense D x D product; the tests check the two agree).
-        worst = max(worst, float((diffs[j] - (apply_shift(base, k, variant) - base)).abs().max()))
+        worst = max(worst, float((diffs[j] - (apply_shift(first, k, variant, base) - first)).abs().max()))
     si, ci = pair_columns(dim, variant)
     per_pair = torch.stack([diffs[:, :, si], diffs[:, :, ci]], dim=1)  # (K, 2, P, D/2)
     mats = per_pair.permute(3, 0, 1, 2).reshape(dim // 2, 2 * max_k, positions).to(torch.float64)

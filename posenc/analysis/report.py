@@ -86,7 +86,8 @@ def sinusoid_markdown(report: dict) -> str:
     v, d, n = report["variant"], report["dim"], report["max_len"]
     V = report["variants"]
     names = list(V)
-    lines = [f"# Sinusoidal position encoding, d={d}, N={n}", "",
+    b = report.get("base", 10000.0)
+    lines = [f"# Sinusoidal position encoding, d={d}, N={n}, base {b:g}", "",
              f"Rows PE(0)..PE({n - 1}); chosen variant `{v}` (its values are the top-level keys of report.json).", "",
              "| | " + " | ".join(f"`{x}`" for x in names) + " |", "|---|" + "---|" * len(names)]
 
@@ -123,11 +124,23 @@ def sinusoid_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _property_rows(row):
-    row("translation invariance", lambda r: r["properties"]["translation_invariance"])
-    row("monotonicity (all offsets)", lambda r: r["properties"]["monotonicity"])
-    row("monotonicity (offsets <= 16)", lambda r: r["properties"]["monotonicity_local16"])
-    row("symmetry (forward vs backward)", lambda r: r["properties"]["symmetry"])
+def _property_rows(row, attention=False):
+    row("dot product: translation invariance", lambda r: r["properties"]["translation_invariance"])
+    row("dot product: monotonicity (all offsets)", lambda r: r["properties"]["monotonicity"])
+    row("dot product: monotonicity (offsets <= 16)", lambda r: r["properties"]["monotonicity_local16"])
+    row("dot product: symmetry", lambda r: f"{_fmt(r['properties']['symmetry'])} (holds by construction)")
+    if attention:
+        def att(key):
+            return lambda r: r["attention_logit_properties"]["mean_over_heads"][key]
+
+        def per_head(key):
+            return lambda r: " / ".join(_fmt(h[key], 3) for h in r["attention_logit_properties"]["per_head"])
+
+        row("layer-0 attention logits: heads", lambda r: r["attention_logit_properties"]["heads"])
+        for key, label in (("translation_invariance", "translation invariance"), ("monotonicity", "monotonicity"),
+                           ("monotonicity_local16", "monotonicity (offsets <= 16)"), ("symmetry", "symmetry")):
+            row(f"layer-0 attention logits: {label}, mean over heads", att(key))
+            row(f"layer-0 attention logits: {label}, per head", per_head(key))
     row("probe: absolute position MAE (chance)", lambda r: f"{_fmt(r['probes']['absolute_position']['mae'])} "
         f"({_fmt(r['probes']['absolute_position']['chance_mae'])})")
     row("probe: relative order error, held-out positions (chance 0.5)", lambda r: r["probes"]["relative_order"]["error"])
@@ -140,12 +153,19 @@ _SINUSOID_DEFINITIONS = """Definitions. M(k): one 2x2 rotation by k*w per sin/co
 pair's (offset x position) difference matrix. Least squares: M(k) fitted from the table alone, as
 one 2x2 block per pair and as a free DxD matrix (unique only if the table has full rank D)."""
 
-_DEFINITIONS = """Proximity phi(x, y) = <PE_x, PE_y> (Wang et al., ICLR 2021): translation invariance = share of the
-variance of phi over x != y explained by the offset; monotonicity = mean over anchors of
--Spearman(offset, phi), forward and backward; symmetry = correlation of phi(x, x+m) with
-phi(x, x-m). Probes (Wang & Chen, EMNLP 2020): k-fold (default 5) over held-out positions; ridge regression to
-p (MAE in positions; chance = predicting the training mean) and logistic regression on
-[PE(i); PE(j)] for i < j."""
+_DEFINITIONS = """Properties of Wang et al. (ICLR 2021), each for a named proximity phi(x, y) (x: query position, y: key
+position), 1 when it holds: translation invariance = share of the variance of phi over x != y
+explained by the signed offset y - x; monotonicity = mean over anchors of -Spearman(offset, phi),
+forward and backward; symmetry = correlation of phi(x, y) with phi(y, x). For the dot product
+phi(x, y) = <PE_x, PE_y> symmetry holds by construction (it is reported, not a finding). Probes
+(Wang & Chen, EMNLP 2020): k-fold (default 5) over held-out positions; ridge regression to p (MAE
+in positions; chance = predicting the training mean) and logistic regression on [PE(i); PE(j)]
+for i < j."""
+
+_ATTENTION_DEFINITIONS = """Attention logits: phi_h(x, y) = s (PE_x W_Q^h) . (PE_y W_K^h), the position-position term of head h
+of the side's first self-attention layer before the softmax (s = head_dim^-1/2, fairseq's query
+scaling; biases left out, as they add terms of one position only). W_Q^h != W_K^h makes it
+asymmetric in general: here symmetry is a real question (-1 = antisymmetric)."""
 
 
 def _figure_list(figures) -> str:
@@ -166,6 +186,9 @@ def checkpoint_figures(report: dict, extras: dict, out_dir: str) -> list:
                                           f"{side} ({kind}): chosen dimensions"))
         figs.append(plots.cosine_heatmap(t, os.path.join(out_dir, f"{side}_cosine.png"),
                                          f"{side} ({kind}): cosine similarity of positions"))
+        if ex.get("attention_logits") is not None:
+            figs.append(plots.head_heatmaps(ex["attention_logits"], os.path.join(out_dir, f"{side}_attention_logits.png"),
+                                            f"{side} ({kind}): layer-0 attention logits of position pairs, per head"))
     if extras:
         n = max(e["table"].shape[0] for e in extras.values())
         figs.append(plots.wavelengths({s: e["periods"].numpy() for s, e in extras.items()},
@@ -202,8 +225,11 @@ def checkpoint_markdown(report: dict) -> str:
     row("value range", lambda r: f"{_fmt(r['scale']['value_min'])} .. {_fmt(r['scale']['value_max'])}")
     row("trained token norm (as added)", lambda r: r["scale"]["trained_tokens"]["token_norm_mean"])
     row("PE norm / trained token norm", lambda r: r["scale"]["trained_tokens"]["pe_to_token_norm_ratio"])
+    row("positions training reached", lambda r: r["trained_positions"])
+    row("sinusoid variant / base / scale", lambda r: f"{r['settings']['variant']} / {_fmt(r['settings']['base'])} / "
+        f"{_fmt(r['settings']['scale'])}")
     row("dominant period median", lambda r: r["dominant_period"]["median"])
-    _property_rows(row)
+    _property_rows(row, attention=any("attention_logit_properties" in t for t in T.values()))
     if "comparison" in report:
         c = report["comparison"]
         lines += ["", f"Encoder vs decoder over {c['positions_compared']} positions: mean cosine of the two rows of a "
@@ -214,7 +240,10 @@ def checkpoint_markdown(report: dict) -> str:
         lines += ["", "Notes:"] + notes
     lines += ["", "Rows of a learned table beyond the longest training sentence never receive a gradient and keep "
               "their random initialisation; use `--max-len` to analyse only the positions training reached.",
-              "", _DEFINITIONS, "", _figure_list(report.get("figures", []))]
+              "", _DEFINITIONS]
+    if any("attention_logit_properties" in t for t in T.values()):
+        lines += ["", _ATTENTION_DEFINITIONS]
+    lines += ["", _figure_list(report.get("figures", []))]
     return "\n".join(lines) + "\n"
 
 

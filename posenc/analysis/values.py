@@ -6,12 +6,13 @@ import math
 import torch
 
 from posenc.analysis.relative import pair_columns
+from posenc.encodings.defaults import SINUSOID_BASE
 from posenc.encodings.sinusoidal import sinusoid_frequencies
 
 
-def sinusoid_wavelengths(dim: int, variant: str = "paper") -> torch.Tensor:
+def sinusoid_wavelengths(dim: int, variant: str = "paper", base: float = SINUSOID_BASE) -> torch.Tensor:
     """Wavelength 2*pi / w of every dimension ``(D,)`` (float64); both dims of a pair share it."""
-    freqs = sinusoid_frequencies(dim, variant, dtype=torch.float64)
+    freqs = sinusoid_frequencies(dim, variant, dtype=torch.float64, base=base)
     out = torch.full((dim,), float("nan"), dtype=torch.float64)
     si, ci = pair_columns(dim, variant)
     out[si] = 2 * math.pi / freqs

@@ -62,6 +62,8 @@ class PreparedCorpus:
         return {
             "name": self.name,
             "cache_key": self.cache_key,
+            # the cache entry, so a report can find the test references and sources again
+            "dir": str(self.bin_dir.parent),
             "src": self.src,
             "tgt": self.tgt,
             "lowercased": self.lowercased,

@@ -21,3 +21,16 @@ def step_positions(tokens: torch.Tensor, padding_idx: int) -> torch.Tensor:
     ``padding_idx + t`` for every sentence, as in fairseq's incremental decoders.
     """
     return torch.full((1, 1), padding_idx + tokens.size(1), dtype=torch.long, device=tokens.device)
+
+
+def relative_positions(q_len: int, k_len: int, offset: int = 0, device=None) -> torch.Tensor:
+    """Key position minus query position, ``(q_len, k_len)`` long.
+
+    Queries sit at ``offset .. offset + q_len - 1`` (``offset`` = the number of cached steps
+    during incremental decoding), keys at ``0 .. k_len - 1``. Only differences are used, so
+    padding on the left of every sentence shifts nothing: pad keys are masked, and the real
+    tokens keep their distances to each other.
+    """
+    queries = torch.arange(offset, offset + q_len, device=device)
+    keys = torch.arange(k_len, device=device)
+    return keys[None, :] - queries[:, None]

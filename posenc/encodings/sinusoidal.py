@@ -1,10 +1,12 @@
 """Fixed sinusoidal position encodings, in both published layouts.
 
-``paper`` (Vaswani et al. 2017, sec. 3.5): interleaved, PE(p, 2i) = sin(p / 10000^(2i/D)),
-PE(p, 2i+1) = cos(p / 10000^(2i/D)).
+``paper`` (Vaswani et al. 2017, sec. 3.5): interleaved, PE(p, 2i) = sin(p / b^(2i/D)),
+PE(p, 2i+1) = cos(p / b^(2i/D)).
 ``fairseq`` (fairseq / tensor2tensor): concatenated halves, sin in dims [0, D/2), cos in
-[D/2, D), with frequencies exp(-i * log(10000) / (D/2 - 1)), i = 0 .. D/2-1. The highest
-frequency is the same, the lowest is exactly 1/10000 rather than 10000^(-(D-2)/D).
+[D/2, D), with frequencies exp(-i * log(b) / (D/2 - 1)), i = 0 .. D/2-1. The highest
+frequency is the same, the lowest is exactly 1/b rather than b^(-(D-2)/D).
+
+The base b is 10000 in both papers (``SINUSOID_BASE``); it sets the longest wavelength.
 """
 
 import math
@@ -12,30 +14,42 @@ import math
 import torch
 import torch.nn as nn
 
+from posenc.encodings.defaults import SINUSOID_BASE, SINUSOID_VARIANT
 from posenc.encodings.positions import make_positions
 
 SINUSOID_VARIANTS = ("paper", "fairseq")
 
 
-def sinusoid_frequencies(dim: int, variant: str = "paper", dtype=torch.float32) -> torch.Tensor:
-    """Angular frequency of each sin/cos pair, ``(D // 2,)``, highest first."""
+def check_base(base: float) -> float:
+    """A base must be a finite number above 1 (at 1 every pair has the same frequency; below 1
+    the frequencies exceed 1 rad per position and alias)."""
+    base = float(base)
+    if not (math.isfinite(base) and base > 1):
+        raise ValueError(f"sinusoid base must be a finite number greater than 1, got {base:g}")
+    return base
+
+
+def sinusoid_frequencies(dim: int, variant: str = "paper", dtype=torch.float32, base: float = SINUSOID_BASE) -> torch.Tensor:
+    """Angular frequency of each sin/cos pair, ``(D // 2,)``, highest (1) first, lowest ~1/base."""
     half = dim // 2
     i = torch.arange(half, dtype=dtype)
+    log_base = math.log(check_base(base))
     if variant == "paper":
-        return torch.exp(-(2 * i / dim) * math.log(10000.0))
+        return torch.exp(-(2 * i / dim) * log_base)
     if variant == "fairseq":
-        return torch.exp(-i * (math.log(10000.0) / (half - 1)))
+        return torch.exp(-i * (log_base / (half - 1)))
     raise ValueError(f"unknown sinusoid variant {variant!r}; allowed: {', '.join(SINUSOID_VARIANTS)}")
 
 
-def sinusoid_table(num_positions: int, dim: int, variant: str = "paper", padding_idx=None, dtype=torch.float32) -> torch.Tensor:
+def sinusoid_table(num_positions: int, dim: int, variant: str = "paper", padding_idx=None, dtype=torch.float32,
+                   base: float = SINUSOID_BASE) -> torch.Tensor:
     """Rows PE(0) .. PE(num_positions - 1), ``(num_positions, D)``.
 
     An odd ``D`` gets a zero last column (as fairseq does); row ``padding_idx``, if given, is zero.
     """
     if dim < 4:
         raise ValueError(f"sinusoid dimension must be at least 4, got {dim}")
-    freqs = sinusoid_frequencies(dim, variant, dtype)
+    freqs = sinusoid_frequencies(dim, variant, dtype, base)
     angles = torch.arange(num_positions, dtype=dtype)[:, None] * freqs[None, :]
     if variant == "paper":
         table = torch.stack([torch.sin(angles), torch.cos(angles)], dim=2).flatten(1)
@@ -48,6 +62,14 @@ def sinusoid_table(num_positions: int, dim: int, variant: str = "paper", padding
     return table
 
 
+def model_sinusoid_table(num_positions: int, dim: int, padding_idx: int, variant: str = SINUSOID_VARIANT,
+                         scale: float = 1.0, base: float = SINUSOID_BASE) -> torch.Tensor:
+    """The float32 table a ``SinusoidalPositionalEmbedding`` looks rows up in, state-dict row
+    numbering (row ``padding_idx`` zero, the first token at ``padding_idx + 1``). The analysis
+    rebuilds a checkpoint's sinusoid with this very function, so its rows equal the model's."""
+    return sinusoid_table(num_positions, dim, variant, padding_idx, base=base) * float(scale)
+
+
 class SinusoidalPositionalEmbedding(nn.Module):
     """Sinusoid rows looked up by fairseq's padding-aware positions, times ``scale``.
 
@@ -57,18 +79,19 @@ class SinusoidalPositionalEmbedding(nn.Module):
     ``max_positions`` is what the model reports; the table itself has no limit.
     """
 
-    def __init__(self, embedding_dim: int, padding_idx: int, variant: str = "fairseq", init_size: int = 1024,
-                 scale: float = 1.0, max_positions: int = int(1e5)):
+    def __init__(self, embedding_dim: int, padding_idx: int, variant: str = SINUSOID_VARIANT, init_size: int = 1024,
+                 scale: float = 1.0, max_positions: int = int(1e5), base: float = SINUSOID_BASE):
         super().__init__()
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx
         self.variant = variant
         self.scale = float(scale)
+        self.base = check_base(base)
         self.max_positions = max_positions
         self.register_buffer("weights", self._table(init_size), persistent=False)
 
     def _table(self, size: int) -> torch.Tensor:
-        return sinusoid_table(size, self.embedding_dim, self.variant, self.padding_idx) * self.scale
+        return model_sinusoid_table(size, self.embedding_dim, self.padding_idx, self.variant, self.scale, self.base)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Older fairseq checkpoints stored the table and a dtype probe; both are derived here.

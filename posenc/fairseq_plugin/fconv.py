@@ -6,8 +6,6 @@ convolution input and the attention term built from the embeddings (e_j in the e
 therefore changes, or with ``none`` removes, the position signal in both at once.
 """
 
-import math
-
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_architecture
 from fairseq.models.fconv import FConvModel
 
@@ -18,15 +16,6 @@ from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_
 
 FCONV_KINDS = FAMILY_KINDS["fconv"]  # no attention logits to rotate: no rope
 STOCK_FCONV_ARCHS = ("fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr")
-LEARNED_INIT_STD = 0.1  # fconv draws token and position rows from N(0, 0.1)
-
-
-def default_sinusoidal_scale(embed_dim: int) -> float:
-    """The learned table's initial row norm over the sinusoid's: 0.1*sqrt(D) / sqrt(D/2).
-
-    fconv neither scales its tokens nor normalises: an unscaled sinusoid (norm sqrt(D/2)) would
-    be ~7x the size of the N(0, 0.1) token rows it is added to."""
-    return LEARNED_INIT_STD * math.sqrt(embed_dim) / math.sqrt(embed_dim / 2)
 
 
 def fconv_positions(kind, stock_table, embed_dim, padding_idx, max_positions_arg, args):
@@ -34,10 +23,10 @@ def fconv_positions(kind, stock_table, embed_dim, padding_idx, max_positions_arg
     stock_max = max_positions_arg - padding_idx - 1
     if kind == "learned":
         return copy_learned_init(fconv_learned_positions(max_positions_arg, embed_dim, padding_idx), stock_table)
-    if kind == "sinusoidal":
-        scale = args.sinusoidal_scale if args.sinusoidal_scale is not None else default_sinusoidal_scale(embed_dim)
+    if kind == "sinusoidal":  # scale and base resolved by fill_fconv_position_defaults
         return SinusoidalPositionalEmbedding(embed_dim, padding_idx, variant=args.sinusoidal_variant,
-                                             init_size=max_positions_arg, scale=scale, max_positions=stock_max)
+                                             init_size=max_positions_arg, scale=args.sinusoidal_scale,
+                                             max_positions=stock_max, base=args.sinusoidal_base)
     if kind == "none":
         return NoPositionalEmbedding(max_positions=stock_max)
     raise ValueError(f"posenc_fconv: unknown position kind {kind!r}; allowed: {', '.join(FCONV_KINDS)}")
@@ -68,7 +57,7 @@ class PosencFConvModel(FConvModel):
 
 
 def fill_fconv_position_defaults(args):
-    fill_position_defaults(args, "learned", "learned")
+    fill_position_defaults(args, "learned", "learned", family="fconv")
 
 
 register_stock_twins("posenc_fconv", STOCK_FCONV_ARCHS, fill_fconv_position_defaults)

@@ -1,9 +1,26 @@
 """The per-side position flags shared by both model families."""
 
+import argparse
+
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 
 from posenc.kinds import KINDS
-from posenc.encodings.sinusoidal import SINUSOID_VARIANTS
+from posenc.encodings.defaults import ROPE_BASE, SINUSOID_BASE, SINUSOID_VARIANT, default_sinusoidal_scale
+from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, check_base
+
+
+# The position settings fill_position_defaults resolves into the args (so checkpoints record them):
+# everything in which a posenc architecture's resolved args may differ from the stock one's.
+POSITION_SETTINGS = ("encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "sinusoidal_base",
+                     "rope_base")
+
+
+def _base(text: str) -> float:
+    """argparse ``type`` of a base: a number above 1, else argparse's one-line error."""
+    try:
+        return check_base(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_position_args(parser, allowed_kinds=KINDS):
@@ -22,18 +39,28 @@ def add_position_args(parser, allowed_kinds=KINDS):
     parser.add_argument("--sinusoidal-scale", type=float, default=None,
                         help="multiplier of the sinusoid table (default: 1 for the transformer; for fconv the "
                              "learned table's initial norm over the sinusoid's norm, 0.1*sqrt(2))")
+    parser.add_argument("--sinusoidal-base", type=_base, default=None,
+                        help=f"base b of the sinusoid's wavelengths 2*pi .. ~2*pi*b (default {SINUSOID_BASE:g})")
     if "rope" in kinds:
-        parser.add_argument("--rope-base", type=float, default=None,
-                            help="RoPE base of the rotation frequencies (default 10000)")
+        parser.add_argument("--rope-base", type=_base, default=None,
+                            help=f"RoPE base of the rotation frequencies (default {ROPE_BASE:g})")
 
 
-def fill_position_defaults(args, stock_encoder_kind: str, stock_decoder_kind: str):
-    """Resolve the flags in place, so checkpoints record the kinds actually used."""
+def _resolved(args, name, default):
+    value = getattr(args, name, None)
+    return default if value is None else value
+
+
+def fill_position_defaults(args, stock_encoder_kind: str, stock_decoder_kind: str, family: str):
+    """Resolve every position flag in place (kinds, sinusoid variant, scale and base, RoPE
+    base): the args are what fairseq saves, so a checkpoint records the values the model used,
+    and the analysis rebuilds its closed-form tables from them."""
     args.encoder_pos = getattr(args, "encoder_pos", None) or stock_encoder_kind
     args.decoder_pos = getattr(args, "decoder_pos", None) or stock_decoder_kind
-    args.sinusoidal_variant = getattr(args, "sinusoidal_variant", None) or "fairseq"
-    args.sinusoidal_scale = getattr(args, "sinusoidal_scale", None)
-    args.rope_base = getattr(args, "rope_base", None) or 10000.0
+    args.sinusoidal_variant = getattr(args, "sinusoidal_variant", None) or SINUSOID_VARIANT
+    args.sinusoidal_scale = float(_resolved(args, "sinusoidal_scale", default_sinusoidal_scale(family)))
+    args.sinusoidal_base = float(_resolved(args, "sinusoidal_base", SINUSOID_BASE))
+    args.rope_base = float(_resolved(args, "rope_base", ROPE_BASE))
 
 
 def check_kinds(model_name: str, args, allowed_kinds):

@@ -12,6 +12,7 @@ from posenc.corpora import CorpusError
 from posenc.harness import signals
 from posenc.harness.cell import run_cell
 from posenc.harness.outcome import SWEEP_EXIT
+from posenc.harness.parallel import cell_resources
 from posenc.harness.progress import CellProgress
 from posenc.harness.records import read_result, refused_record, write_result
 from posenc.harness.spec import ConfigError, check_values
@@ -61,7 +62,10 @@ def run_job(cfg) -> None:
                 if reason:
                     progress.say(f"skipped by design: {reason}")
                     return
-            record = run_cell(cfg, job_dir, progress)
+            # Cells side by side (joblib, submitit_local) share the cores and get GPUs of their own.
+            home = Path(hydra_cfg.sweep.dir) if multirun else job_dir
+            with cell_resources(cfg, hydra_cfg.launcher, len(plan), home, say=progress.say) as child_env:
+                record = run_cell(cfg, job_dir, progress, child_env)
     except (ConfigError, CorpusError) as err:
         # Refused before any training; one line, no traceback. A sweep records the cell as failed
         # and goes on: its summary line and exit status report it.

@@ -5,7 +5,6 @@ A cell resumes where it stopped (``posenc.harness.resume``), runs under a per-ce
 (``posenc.harness.signals``).
 """
 
-import os
 import shutil
 import signal
 import time
@@ -22,14 +21,16 @@ from posenc.harness.failures import non_finite_loss
 from posenc.harness.fairseq_logs import hypotheses_by_id, last_saved_update, resumed_from, training_summary
 from posenc.harness.limits import step_limits
 from posenc.harness.lock import cell_lock
+from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
 from posenc.harness.records import HYPOTHESES_FILE, base_record, config_hash, read_result, write_result
-from posenc.harness.runtime import added_environment
+from posenc.harness.runtime import added_environment, child_environment
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
 from posenc.harness.signals import StopRequested
-from posenc.harness.spec import ConfigError, cell_spec
+from posenc.harness.spec import cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
+from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
 
 
 class IncompleteOutput(RuntimeError):
@@ -45,15 +46,16 @@ def finished_result(job_dir: Path, cfg):
     return None
 
 
-def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
+def run_cell(cfg, job_dir: Path, progress: CellProgress, env: dict = None) -> dict:
     """Run (or find finished) one cell. Configuration and corpus errors raise; anything that goes
     wrong in training or decoding is recorded as a failed cell, with a one-line error; a signal
-    to the harness is recorded as an interrupted cell."""
+    to the harness is recorded as an interrupted cell. ``env``: what cells side by side get on top
+    of the user's environment (a thread share, their GPUs; ``posenc.harness.parallel``)."""
     spec = cell_spec(cfg)
-    # Everything the harness adds to fairseq's environment; commands.sh exports the same. W&B's
-    # own variables in the user's environment win over the logger config.
-    env = {**added_environment(cfg.runtime),
-           **{k: v for k, v in logger_environment(cfg.logger).items() if k not in os.environ}}
+    check_logger(cfg.logger)
+    check_gpu_settings(cfg)
+    # Everything the harness adds to fairseq's environment; commands.sh exports the same.
+    env = {**added_environment(cfg.runtime), **(env or {})}
     limits = step_limits(cfg.budget)
     job_dir = Path(job_dir)
     with cell_lock(job_dir, progress.say):
@@ -64,7 +66,9 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress) -> dict:
             earlier = finished_result(job_dir, cfg)
             if earlier:
                 progress.say(f"finished earlier: BLEU {earlier['bleu']:.2f}; kept")
+                log_finished_cell(cfg, job_dir, earlier)  # logger=wandb: its run, once, from what the cell kept
                 return earlier
+        check_hardware(cfg, child_environment(env))
         return _run(cfg, spec, job_dir, env, limits, progress)
 
 
@@ -73,7 +77,9 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
     prepared = prepare_corpus(cfg.data, Path(cfg.paths.cache_dir), log=progress.say)
     record = base_record(cfg, spec, job_dir)
     record["corpus"] = prepared.record()
-    write_json_atomic(job_dir / "provenance.json", provenance())
+    versions = provenance()
+    write_json_atomic(job_dir / "provenance.json", versions)
+    wandb_run = start_cell_run(cfg, job_dir, record, versions["git_commit"])  # logger=wandb; else does nothing
     save_dir = job_dir / resume.CHECKPOINTS
     plan = resume.plan(job_dir, cfg)
     if plan.message:
@@ -88,7 +94,8 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
     phase = "fairseq-train"
     try:
         training = plan.training if plan.action == "score" else \
-            train(cfg, spec, job_dir, train_argv, env, limits.train_s, plan.action == "resume", progress)
+            train(cfg, spec, job_dir, train_argv, env, limits.train_s, plan.action == "resume",
+                  progress, each_line(progress.on_train_line, wandb_run.on_train_line))
         record.update(training)
         for split, argv in generate_argvs.items():
             phase = f"fairseq-generate ({split})"
@@ -111,6 +118,7 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
             tidy_checkpoints(save_dir, cfg.keep_checkpoints)
         record["cell_wall_s"] = round(time.monotonic() - started, 1)
         write_result(job_dir, record)
+        wandb_run.finish(record)
     if record["status"] == "interrupted":
         progress.say(f"INTERRUPTED: {record['error']}")
     elif record["status"] != "ok":
@@ -118,7 +126,7 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
     return record
 
 
-def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress) -> dict:
+def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line) -> dict:
     """fairseq-train, fresh or resumed from ``checkpoint_last.pt`` (fairseq's own restore; the log
     is appended to). Returns the training's fields of the record."""
     log = job_dir / "train.log"
@@ -126,8 +134,7 @@ def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resum
     progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
     started = time.monotonic()
     try:
-        run_step("fairseq-train", argv, log, limit_s, progress.on_train_line, env=env, append=resuming,
-                 stop_if=non_finite_loss)
+        run_step("fairseq-train", argv, log, limit_s, on_line, env=env, append=resuming, stop_if=non_finite_loss)
     finally:
         wall = resume.add_training_time(job_dir, time.monotonic() - started)
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -152,21 +159,12 @@ def interrupted_reason(stop: StopRequested, phase: str, job_dir: Path) -> str:
     return f"interrupted by {name} during {phase}; its checkpoint at update {saved} is kept: a rerun resumes from it"
 
 
-def logger_environment(logger) -> dict:
-    """Environment for fairseq-train's own W&B logging (``--wandb-project``); checked up front,
-    because fairseq only warns and trains on when wandb is missing."""
-    if logger.name == "none":
-        return {}
-    if logger.name != "wandb":
-        raise ConfigError(f"logger={logger.name!r} is not allowed; allowed: none, wandb")
-    try:
-        import wandb  # noqa: F401
-    except ImportError:
-        raise ConfigError("logger=wandb needs the wandb package: pip install -e '.[wandb]'") from None
-    env = {"WANDB_MODE": str(logger.mode)}
-    if logger.get("entity"):
-        env["WANDB_ENTITY"] = str(logger.entity)
-    return env
+def each_line(*callbacks):
+    """One ``on_line`` callback that hands every line to each of ``callbacks``."""
+    def on_line(line: str) -> None:
+        for callback in callbacks:
+            callback(line)
+    return on_line
 
 
 def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, env: dict) -> dict:

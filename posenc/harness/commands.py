@@ -4,6 +4,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from posenc.harness.precision import train_flags, train_program
+
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "fairseq_plugin"
 
 
@@ -27,12 +29,12 @@ def flags(options: dict) -> list:
     return out
 
 
-# No --cpu: fairseq uses a GPU when torch sees one and the CPU otherwise, and the parent process
-# never has to import torch (seconds per cell) to find out.
+# No device probing: fairseq uses a GPU when torch sees one and the CPU otherwise (gpus=0 forces
+# the CPU), and the parent process never has to import torch (seconds per cell) to find out.
 def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
     budget = cfg.budget
     return [
-        fairseq_tool("fairseq-train"), str(bin_dir),
+        *train_program(cfg, fairseq_tool("fairseq-train")), str(bin_dir),
         "--user-dir", str(PLUGIN_DIR),
         "--task", "translation",
         "--arch", spec.arch,
@@ -53,7 +55,7 @@ def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
         "--required-batch-size-multiple", "1",
         "--log-format", "json", "--log-interval", "50",
         "--num-workers", "0",
-        *(["--wandb-project", cfg.logger.project] if cfg.logger.name == "wandb" else []),
+        *train_flags(cfg),  # precision and GPUs per cell (W&B is logged by the harness, not fairseq)
     ]
 
 
@@ -72,6 +74,7 @@ def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cfg) -> 
         *(["--post-process", remove_bpe] if remove_bpe else []),
         "--num-workers", "0",
         "--seed", str(cfg.seed),
+        *(["--cpu"] if cfg.gpus == 0 else []),  # gpus=0: the CPU here too; generation runs in fp32 on one device
     ]
 
 

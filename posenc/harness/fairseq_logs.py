@@ -105,6 +105,24 @@ def training_summary(log_lines) -> dict:
     }
 
 
+def wandb_metrics(kind: str, rec: dict):
+    """``(update count, {"<kind>/<stat>": value})`` of one JSON record, named as fairseq's own W&B
+    wrapper names them (``train_inner/loss``, ``valid/ppl``...); ``(None, {})`` without an update count."""
+    prefix = "" if kind == "train_inner" else f"{kind}_"
+    stats = {key[len(prefix):]: value for key, value in rec.items() if key.startswith(prefix)}
+    try:
+        step = int(float(stats.pop("num_updates")))
+    except (KeyError, TypeError, ValueError):
+        return None, {}
+    metrics = {}
+    for key, value in stats.items():
+        try:
+            metrics[f"{kind}/{key}"] = float(value)
+        except (TypeError, ValueError):
+            continue  # fairseq prints only numbers here; anything else is not a curve
+    return step, metrics
+
+
 _HYPOTHESIS = re.compile(r"^H-(\d+)\t[^\t]*\t(.*)$")
 
 

@@ -10,10 +10,10 @@ from posenc.atomic import write_json_atomic
 from posenc.report.records import FIELDS, HYPOTHESES_FILE, RESULT_FILE, read_result  # noqa: F401 (re-exported)
 
 
-# Keys that never change a cell's outcome: Hydra's own node, how a run is shown, where the cache
-# is, how the machine is used (runtime: thread counts, OpenMP waiting), redo (run it again), and
-# the hard safety limit of a step (a step it stops fails; it never changes a result).
-NOT_OUTCOME = ("hydra", "progress", "paths", "runtime", "redo", "budget.step_timeout_min")
+# Keys that never change a cell's outcome: Hydra's own node, how a run is shown or logged (W&B or
+# not), where the cache is, how the machine is used (runtime: thread counts, OpenMP waiting), redo
+# (run it again), and the hard safety limit of a step (a step it stops fails; no result changes).
+NOT_OUTCOME = ("hydra", "progress", "paths", "logger", "runtime", "redo", "budget.step_timeout_min")
 
 
 def config_hash(cfg, ignore=()) -> str:

@@ -10,7 +10,9 @@ same run. Variables the harness always sets:
   and ``train.log`` as they are printed, and are not lost when a step is killed.
 
 Set only when the config asks: ``OMP_NUM_THREADS`` (``runtime.threads``) and
-``OMP_WAIT_POLICY`` (``runtime.omp_wait_policy``).
+``OMP_WAIT_POLICY`` (``runtime.omp_wait_policy``). Cells that run side by side (a parallel
+launcher) also get their share of the cores and GPUs of their own (``posenc.harness.parallel``:
+``OMP_NUM_THREADS``, ``CUDA_VISIBLE_DEVICES``).
 
 (Python itself sets ``LC_CTYPE=C.UTF-8`` when started under the bare C locale (PEP 538), in
 posenc-run as in fairseq's own process when run by hand; it changes nothing fairseq does.)
@@ -25,55 +27,27 @@ ALWAYS = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "PYTHONUNBUFFERED": "1"}
 WAIT_POLICIES = ("PASSIVE", "ACTIVE")
 
 
-def available_cores() -> int:
-    """Cores this process may run on (a SLURM allocation or ``taskset`` included)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def cells_at_once(value, cores: int) -> int:
-    """How many cells share this machine: a parallel launcher's ``n_jobs`` (joblib's convention:
-    -1 = one per core, -2 = all cores but one), or 1 when unset (cells one after another)."""
-    if value is None or value == "":
-        return 1
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"runtime.cells_at_once={value!r} is not allowed; allowed: a whole number") from None
-    if n < 0:
-        n = cores + 1 + n
-    return max(n, 1)
-
-
-def thread_count(threads, cells: int, cores: int, user_env: Mapping):
-    """``OMP_NUM_THREADS`` for each fairseq step, or None to add nothing.
-
-    ``auto``: nothing for a cell that has the machine to itself (torch then uses every core, as
-    fairseq does by default) or when the user's environment already sets ``OMP_NUM_THREADS``;
-    ``cores // cells`` when several cells run at once. A number: exactly that many."""
+def thread_count(threads):
+    """``OMP_NUM_THREADS`` the config asks for (``runtime.threads``), or None to add nothing here:
+    a cell that has the machine to itself then uses every core, as fairseq does by default (or the
+    user's own ``OMP_NUM_THREADS``); cells side by side get their share from
+    ``posenc.harness.parallel``."""
     if threads is None:
         return None
-    if str(threads) == "auto":
-        if cells <= 1 or "OMP_NUM_THREADS" in user_env:
-            return None
-        return max(cores // cells, 1)
     try:
         n = int(threads)
     except (TypeError, ValueError):
         n = 0
     if n < 1 or str(n) != str(threads).strip():
-        raise ConfigError(f"runtime.threads={threads!r} is not allowed; allowed: auto, null or a whole number >= 1")
+        raise ConfigError(f"runtime.threads={threads!r} is not allowed; allowed: null or a whole number >= 1")
     return n
 
 
-def added_environment(runtime, user_env: Mapping = None) -> dict:
-    """The variables the harness sets for fairseq's children (and ``commands.sh`` exports)."""
-    user_env = os.environ if user_env is None else user_env
-    cores = available_cores()
+def added_environment(runtime) -> dict:
+    """The variables the harness sets for fairseq's children (and ``commands.sh`` exports), apart
+    from what cells side by side get from ``posenc.harness.parallel`` (a thread share, their GPUs)."""
     added = dict(ALWAYS)
-    threads = thread_count(runtime.get("threads"), cells_at_once(runtime.get("cells_at_once"), cores), cores, user_env)
+    threads = thread_count(runtime.get("threads"))
     if threads:
         added["OMP_NUM_THREADS"] = str(threads)
     policy = runtime.get("omp_wait_policy")

@@ -1,19 +1,48 @@
-"""``posenc-table SWEEP_DIR [--format md|csv|latex]``: the table of a finished or partial sweep."""
+"""``posenc-table SWEEP_DIR [SWEEP_DIR ...]``: the table of one or more finished or partial sweeps,
+with each row's difference from a baseline row and its significance, BLEU by source length, the
+long split, and figures on request."""
 
 import argparse
 import sys
+from pathlib import Path
 
-from posenc.report.table import SweepError, load_sweep, render
+from posenc.report.buckets import BucketError, parse_edges
+from posenc.report.render import FORMATS, render_reports
+from posenc.report.rows import ReportError, Settings, parse_baseline
+from posenc.report.significance import TESTS
+from posenc.report.table import SweepError, build_reports
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="posenc-table", description=__doc__)
-    parser.add_argument("sweep_dir", help="a sweep directory (its */result.json files and multirun.yaml)")
-    parser.add_argument("--format", choices=["md", "csv", "latex"], default="md")
+    parser.add_argument("sweep_dirs", nargs="+", metavar="SWEEP_DIR",
+                        help="a sweep directory (its */result.json files and multirun.yaml); several: side by side")
+    parser.add_argument("--format", choices=FORMATS, default="md")
+    parser.add_argument("--baseline", metavar="KEY=VALUE",
+                        help="the row every other row is compared with, among rows equal in every other key "
+                             "(default: placement=both)")
+    parser.add_argument("--buckets", metavar="N,N,...",
+                        help="upper edges of the source-length buckets in words, e.g. 10,20,30 "
+                             "(default: 8,12 on the synthetic corpus, 10,20,30,40 otherwise)")
+    parser.add_argument("--test", choices=list(TESTS), default="bs",
+                        help="paired test: bs = bootstrap resampling (default), ar = approximate randomization")
+    parser.add_argument("--resamples", type=int, default=0, metavar="N",
+                        help="resamples (bs) or trials (ar); default sacreBLEU's: 1000 (bs), 10000 (ar)")
+    parser.add_argument("--plots", metavar="OUTDIR", help="also write the figures (PNG) into OUTDIR")
     args = parser.parse_args(argv)
     try:
-        print(render(load_sweep(args.sweep_dir), args.format), end="")
-    except SweepError as err:
+        if args.resamples < 0:
+            raise ReportError(f"--resamples {args.resamples}: must be positive (0 = sacreBLEU's default)")
+        settings = Settings(baseline=parse_baseline(args.baseline) if args.baseline else Settings.baseline,
+                            edges=parse_edges(args.buckets) if args.buckets else None,
+                            test=args.test, resamples=args.resamples)
+        reports = build_reports(args.sweep_dirs, settings, check=bool(args.baseline))
+        print(render_reports(reports, args.format), end="")
+        if args.plots:
+            from posenc.report.figures import write_figures
+            for path in write_figures(reports, Path(args.plots)):
+                print(f"figure: {path}", file=sys.stderr)
+    except (SweepError, ReportError, BucketError) as err:
         print(f"posenc-table: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -1,6 +1,9 @@
 """The cells a sweep planned, recomputed from Hydra's ``multirun.yaml`` with Hydra's own logic
-(BasicSweeper's cartesian product, the override_dirname rule), so a cell that never reported can
-be named as missing."""
+(BasicSweeper's cartesian product of the preset's ``hydra.sweeper.params`` and the command line's
+overrides, the command line winning on the same key; the override_dirname rule), so a cell that
+never reported can be named as missing. Any sweep form plans: a command-line sweep
+(``placement=both,none``), a preset, a preset with more swept keys (``experiment=table4
+seed=1,2,3,4``), and keys that need ``+`` (``+model.args.dropout=0.1,0.2``)."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,14 +14,13 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from posenc.kinds import grid_skip_reason
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+from posenc.report.models import model_family
 
 
 @dataclass(frozen=True)
 class PlannedCell:
     dirname: str            # the cell's directory under the sweep directory
-    values: dict            # the swept keys and their values in this cell
+    values: dict            # every override of this cell (swept or fixed) and its value
     skip_reason: str = ""   # non-empty: the sweep leaves this cell out by design
 
 
@@ -35,9 +37,13 @@ def planned_cells(sweep_dir: Path):
     parser = OverridesParser.create()
     jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
     naming = cfg.hydra.job.config.override_dirname
+    parsed = {}  # each distinct "key=value" parsed once: a 1,000-cell sweep has a few dozen
     cells = []
     for job in jobs:
-        overrides = parser.parse_overrides(job)
+        for element in job:
+            if element not in parsed:
+                parsed[element] = parser.parse_overrides([element])[0]
+        overrides = [parsed[element] for element in job]
         dirname = get_overrides_dirname(overrides=overrides, exclude_keys=list(naming.exclude_keys),
                                         item_sep=naming.item_sep, kv_sep=naming.kv_sep)
         values = {o.key_or_group: o.value() for o in overrides}
@@ -45,18 +51,16 @@ def planned_cells(sweep_dir: Path):
     return cells
 
 
+def override_values(lines) -> dict:
+    """``["+model.args.dropout=0.1", "seed=2"]`` -> ``{"model.args.dropout": 0.1, "seed": 2}``."""
+    return {o.key_or_group: o.value() for o in OverridesParser.create().parse_overrides(list(lines))}
+
+
 def _skip_reason(cfg, values) -> str:
     if not cfg.get("skip_impossible", False):
         return ""
     model = str(values.get("model", cfg.model.name))
-    family = _family(model, cfg)
+    family = cfg.model.family if model == cfg.model.name else model_family(model)
     pe = str(values.get("pe", cfg.pe))
     placement = str(values.get("placement", cfg.placement))
     return grid_skip_reason(family, pe, placement) or ""
-
-
-def _family(model_name: str, cfg) -> str:
-    if model_name == cfg.model.name:
-        return cfg.model.family
-    path = CONF_DIR / "model" / f"{model_name}.yaml"
-    return OmegaConf.load(path).family if path.exists() else "unknown"

@@ -1,0 +1,185 @@
+"""``posenc-pe sweep``: the position tables of every cell of a sweep, measured the same way, one
+row per cell beside its BLEU.
+
+Reads records and checkpoints only: each cell's ``result.json`` (schema and reader in
+:mod:`posenc.report.records`) and the checkpoint the cell kept, ``checkpoints/checkpoint_best.pt``
+in its own directory. No other file is unpickled. Cells that failed, kept no checkpoint, or never
+reported (planned in Hydra's ``multirun.yaml`` but without a record) are rows too, with their
+status, never dropped.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from posenc.report.records import RESULT_FILE, read_result
+
+CHECKPOINT = Path("checkpoints") / "checkpoint_best.pt"
+SIDES = ("encoder", "decoder")
+SIDE_PREFIX = {"encoder": "enc", "decoder": "dec"}
+
+# (column suffix, how to read it from a side's checkpoint report)
+SIDE_COLUMNS = (
+    ("kind", lambda s: s.get("kind")),
+    ("positions", lambda s: s.get("positions")),
+    ("norm_mean", lambda s: s["scale"]["norm_mean"]),
+    ("pe_to_token_norm", lambda s: s["scale"]["trained_tokens"]["pe_to_token_norm_ratio"]),
+    ("dot_translation_invariance", lambda s: s["properties"]["translation_invariance"]),
+    ("dot_monotonicity", lambda s: s["properties"]["monotonicity"]),
+    ("dot_monotonicity_local16", lambda s: s["properties"]["monotonicity_local16"]),
+    ("abs_position_mae", lambda s: s["probes"]["absolute_position"]["mae"]),
+    ("abs_position_chance_mae", lambda s: s["probes"]["absolute_position"]["chance_mae"]),
+    ("relative_order_error", lambda s: s["probes"]["relative_order"]["error"]),
+    ("attn_translation_invariance", lambda s: s["attention_logit_properties"]["mean_over_heads"]["translation_invariance"]),
+    ("attn_monotonicity_local16", lambda s: s["attention_logit_properties"]["mean_over_heads"]["monotonicity_local16"]),
+    ("attn_symmetry", lambda s: s["attention_logit_properties"]["mean_over_heads"]["symmetry"]),
+)
+CELL_COLUMNS = ("cell", "placement", "pe", "seed", "status", "bleu", "valid_ppl", "measured", "note")
+
+
+class SweepDirError(ValueError):
+    """A sweep directory that cannot be read at all; the message is one line."""
+
+
+@dataclass
+class SweepCell:
+    dirname: str
+    path: Path
+    record: dict = None
+    status: str = ""  # the record's status, "missing" (planned, no record) or "unreadable"
+    notes: list = field(default_factory=list)
+
+
+def find_cells(sweep_dir: Path):
+    """``(cells, notes)``: every cell that reported (a ``result.json`` below ``sweep_dir``) and
+    every planned cell that did not, in directory order; ``notes`` says when the plan could not
+    be read (then only the cells that reported are known)."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise SweepDirError(f"{sweep_dir}: no such sweep directory")
+    cells = {}
+    for path in sorted(sweep_dir.rglob(RESULT_FILE)):
+        job = path.parent
+        name = str(job.relative_to(sweep_dir))
+        record = read_result(job)
+        cell = SweepCell(name, job, record, str(record.get("status", "unknown")) if record else "unreadable")
+        if record is None:
+            cell.notes.append(f"{path} could not be read as a result record")
+        cells[name] = cell
+    planned, notes = _planned(sweep_dir)
+    for name in planned:
+        if name not in cells:
+            cells[name] = SweepCell(name, sweep_dir / name, None, "missing", ["planned in multirun.yaml, no result.json"])
+    if not cells:
+        raise SweepDirError(f"{sweep_dir}: no {RESULT_FILE} below it and no multirun.yaml plan")
+    return [cells[k] for k in sorted(cells)], notes
+
+
+def _planned(sweep_dir: Path):
+    """``(cell directories the sweep's multirun.yaml planned, notes)``."""
+    if not (sweep_dir / "multirun.yaml").exists():
+        return [], ["no multirun.yaml: cells that never reported cannot be named"]
+    try:
+        from posenc.report.plan import planned_cells
+
+        return [c.dirname for c in planned_cells(sweep_dir) or [] if not c.skip_reason], []
+    except Exception as exc:  # a foreign or broken plan must not hide the cells that did report
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return [], [f"multirun.yaml could not be read ({type(exc).__name__}: {first}); only cells that reported are listed"]
+
+
+def measure_cell(cell: SweepCell, *, max_len=None, run_probes=True, folds=5, seed=0):
+    """``(row, report, extras)`` of one cell; ``report`` and ``extras`` are None when nothing
+    could be measured (the row's ``note`` says why)."""
+    from posenc.analysis.analyze import checkpoint_report
+    from posenc.analysis.checkpoint import CheckpointError
+
+    record = cell.record or {}
+    row = {"cell": cell.dirname, "placement": record.get("placement"), "pe": record.get("pe"),
+           "seed": record.get("seed"), "status": cell.status, "bleu": record.get("bleu"),
+           "valid_ppl": record.get("valid_ppl"), "measured": False}
+    notes = list(cell.notes)
+    if cell.status not in ("ok", "missing", "unreadable"):
+        notes.append(f"cell {cell.status}" + (f": {record.get('error')}" if record.get("error") else ""))
+    report = extras = None
+    checkpoint = cell.path / CHECKPOINT
+    if cell.status == "missing":
+        pass
+    elif not checkpoint.is_file():
+        notes.append(f"no {CHECKPOINT} in the cell")
+    else:
+        try:
+            report, extras = checkpoint_report(str(checkpoint), max_len=max_len, run_probes=run_probes, folds=folds,
+                                               seed=seed, require_table=False)
+            row["measured"] = True
+        except CheckpointError as exc:
+            notes.append(str(exc))
+    for side in SIDES:
+        entry = (report or {}).get("tables", {}).get(side, {})
+        for suffix, read in SIDE_COLUMNS:
+            row[f"{SIDE_PREFIX[side]}_{suffix}"] = _safe(read, entry)
+    row["note"] = "; ".join(notes)
+    return row, report, extras
+
+
+def init_references(rows, reports, *, run_probes=True, folds=5, seed=0, draws=5) -> list:
+    """What the same measurements give for tables that learned nothing: for each side and table
+    shape in the sweep, freshly initialised tables of that shape (the family's N(0, std): fconv
+    0.1, Transformer D^-1/2), the mean over ``draws`` seeded draws. The yardstick for the
+    learned tables' numbers."""
+    import torch
+
+    from posenc.analysis.analyze import analyze_table
+    from posenc.encodings.defaults import FCONV_INIT_STD
+
+    shapes = {}
+    for row in rows:
+        report = reports.get(row["cell"])
+        for side in SIDES:
+            entry = (report or {}).get("tables", {}).get(side, {})
+            if entry.get("kind") == "learned" and entry.get("positions"):
+                std = FCONV_INIT_STD if report.get("family") == "fconv" else entry["dim"] ** -0.5
+                shapes.setdefault((side, entry["positions"], entry["dim"], std), []).append(row["cell"])
+    refs = []
+    for (side, n, d, std), cells in sorted(shapes.items()):
+        measured = []
+        for draw in range(draws):
+            gen = torch.Generator().manual_seed(seed + draw)
+            table = torch.randn(n, d, generator=gen, dtype=torch.float64) * std
+            rep, _ = analyze_table(table, run_probes=run_probes, folds=folds, seed=seed)
+            measured.append({suffix: _safe(read, {"kind": "learned", **rep}) for suffix, read in SIDE_COLUMNS})
+        mean = {k: (sum(m[k] for m in measured) / draws if all(isinstance(m[k], (int, float)) for m in measured) else None)
+                for k in measured[0]}
+        mean.update({"kind": f"N(0, {std:.3g}) init", "positions": n})
+        refs.append({"side": side, "positions": n, "dim": d, "std": std, "draws": draws, "cells": len(cells),
+                     "values": mean})
+    return refs
+
+
+def _safe(read, entry):
+    try:
+        return read(entry)
+    except (KeyError, TypeError):
+        return None
+
+
+def sweep_rows(sweep_dir: Path, *, max_len=None, run_probes=True, folds=5, seed=0, progress=None):
+    """``(rows, reports, extras, notes)`` for every cell of the sweep."""
+    rows, reports, extras = [], {}, {}
+    cells, notes = find_cells(sweep_dir)
+    for cell in cells:
+        if progress:
+            progress(cell.dirname)
+        row, report, ex = measure_cell(cell, max_len=max_len, run_probes=run_probes, folds=folds, seed=seed)
+        rows.append(row)
+        if report is not None:
+            reports[cell.dirname] = report
+            extras[cell.dirname] = ex
+    return rows, reports, extras, notes
+
+
+def columns() -> list:
+    return list(CELL_COLUMNS[:-1]) + [f"{SIDE_PREFIX[s]}_{c}" for s in SIDES for c, _ in SIDE_COLUMNS] + ["note"]
+
+
+__all__ = ["CHECKPOINT", "SweepCell", "SweepDirError", "columns", "find_cells", "init_references", "measure_cell",
+           "sweep_rows"]

@@ -1,0 +1,276 @@
+"""``logger=wandb``: one W&B run per cell, written by the harness itself, and a table run per sweep.
+
+Why the harness and not fairseq's own ``--wandb-project``: fairseq names every run after its save
+directory (``checkpoints``), passes the project to ``wandb.init`` (which beats the user's
+``WANDB_PROJECT``), and writes its own config sections (``model``, ``generation``...) that clash
+with the cell's config keys (W&B refuses to change a config value, and fairseq-train would stop).
+So fairseq children get no W&B settings at all; the harness reads fairseq's JSON log lines as they
+stream in (``train_inner``, ``train``, ``valid``: loss, ppl, lr, wps... against updates, under the
+same ``<tag>/<key>`` names fairseq's W&B wrapper uses) and logs them, the config, and the scores
+into one run whose id is fixed by the sweep and the cell, so a resumed cell continues its run.
+
+W&B's own environment variables (``WANDB_MODE``, ``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_DIR``)
+win over the ``logger`` config: a config value is passed to ``wandb.init`` only where the variable is
+unset. Credentials stay in W&B's own settings: nothing here reads or writes them.
+"""
+
+import hashlib
+import json
+import os
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from posenc.harness.fairseq_logs import parse_record, wandb_metrics
+from posenc.harness.spec import ConfigError
+
+SWEEP_ID_FILE = ".wandb-sweep-id"
+RUN_ID_FILE = ".wandb-run-id"  # in a cell directory: the W&B run that holds this cell's result
+# A config value reaches wandb.init only when W&B's own variable is not set (the variable wins).
+ENV_OVER_CONFIG = {"mode": "WANDB_MODE", "project": "WANDB_PROJECT", "entity": "WANDB_ENTITY", "dir": "WANDB_DIR"}
+GROUP_MAX = 128  # W&B's limit on a group name
+
+
+def import_wandb():
+    try:
+        import wandb
+    except ImportError:
+        raise ConfigError("logger=wandb needs the wandb package: make setup (or pip install 'wandb>=0.16,<1')") from None
+    return wandb
+
+
+def check_logger(logger) -> None:
+    """``logger.name`` is known and, for W&B, the package imports; raise ConfigError."""
+    if logger.name == "none":
+        return
+    if logger.name != "wandb":
+        raise ConfigError(f"logger={logger.name!r} is not allowed; allowed: none, wandb")
+    import_wandb()
+
+
+def sweep_token(home: Path) -> str:
+    """A random id kept in the sweep (or single run) directory: the same for every cell and every
+    rerun of this sweep, new for a new sweep, even at the same path. Created once; when several
+    cells start at once, the first link wins and the others read it."""
+    home = Path(home)
+    path = home / SWEEP_ID_FILE
+    if not path.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        tmp = home / f".{SWEEP_ID_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+        tmp.write_text(secrets.token_hex(4) + "\n", encoding="utf-8")
+        try:
+            os.link(tmp, path)  # atomic, and fails if another cell got there first
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
+
+
+def group_name(experiment: str, sweep_dir: str, token: str) -> str:
+    """The experiment and the sweep directory, plus the sweep's token (a reused path is a new group)."""
+    name = f"{experiment}:{sweep_dir}:{token}"
+    if len(name) <= GROUP_MAX:
+        return name
+    head = f"{experiment}:"
+    tail = f":{token}"
+    return head + "..." + str(sweep_dir)[-(GROUP_MAX - len(head) - len(tail) - 3):] + tail
+
+
+def run_id(token: str, cell: str, config_hash: str = "") -> str:
+    """Deterministic: the same sweep, cell and configuration continue the same run; a changed
+    configuration (which retrains the cell from scratch) gets a run of its own."""
+    digest = hashlib.sha256(f"{cell}\n{config_hash}".encode()).hexdigest()[:16]
+    return f"{token}-{digest}"
+
+
+@dataclass(frozen=True)
+class CellIdentity:
+    name: str       # the cell's override dirname, e.g. placement=source,seed=2
+    home: Path      # the sweep directory (multirun) or the run directory (one cell)
+    shown_dir: str  # that directory as configured, for the group name
+
+
+def cell_identity(job_dir: Path) -> CellIdentity:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    job_dir = Path(job_dir)
+    if not HydraConfig.initialized():  # called outside posenc-run (tests, scripts)
+        return CellIdentity(job_dir.name, job_dir.parent, str(job_dir.parent))
+    hydra_cfg = HydraConfig.get()
+    name = hydra_cfg.job.override_dirname or job_dir.name
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        return CellIdentity(name, Path(hydra_cfg.sweep.dir), str(hydra_cfg.sweep.dir))
+    return CellIdentity(name, job_dir, str(hydra_cfg.run.dir))
+
+
+def init_kwargs(logger, **kwargs) -> dict:
+    """``wandb.init`` arguments: the config's mode/project/entity/dir only where W&B's variable is unset."""
+    import wandb
+    out = dict(kwargs)
+    for key, variable in ENV_OVER_CONFIG.items():
+        value = out.pop(key, None) if key == "dir" else logger.get(key)
+        if value not in (None, "") and not os.environ.get(variable):
+            out[key] = str(value)
+    # The run's console capture would wrap this process's stdout/stderr (progress lines, Hydra's
+    # logging); fairseq's output is in train.log already. Quiet: no per-run summary printout.
+    out["settings"] = wandb.Settings(console="off", quiet=True)
+    return out
+
+
+def start(wandb, logger, **kwargs):
+    """``wandb.init`` with a one-line ConfigError when W&B cannot start (no login online, ...)."""
+    try:
+        return wandb.init(**init_kwargs(logger, **kwargs))
+    except Exception as err:  # wandb raises UsageError, CommError, ... ; all stop the cell up front
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(f"logger=wandb: W&B could not start a run: {detail} "
+                          "(log in with `wandb login` or WANDB_API_KEY, or run with WANDB_MODE=offline)") from None
+
+
+class NoRun:
+    """``logger=none``: the hooks do nothing."""
+
+    def on_train_line(self, line: str) -> None:
+        pass
+
+    def finish(self, record: dict) -> None:
+        pass
+
+
+class CellRun(NoRun):
+    """The cell's W&B run: fairseq's curves as they stream in, the scores when the cell ends."""
+
+    def __init__(self, run, job_dir: Path):
+        self.run, self.job_dir = run, Path(job_dir)
+
+    def on_train_line(self, line: str) -> None:
+        parsed = parse_record(line)
+        if parsed:
+            step, metrics = wandb_metrics(*parsed)
+            if metrics and step is not None:
+                self.run.log(metrics, step=step)
+
+    def finish(self, record: dict) -> None:
+        """Summary = the record's scalar fields (bleu, tok_bleu, valid_ppl, the long split's scores,
+        status, error...); a cell that did not end ok is a failed run (exit code 1)."""
+        try:
+            self.run.summary.update(cell_summary(record))
+            self.run.finish(exit_code=0 if record.get("status") == "ok" else 1)
+            if not getattr(self.run, "disabled", False):  # WANDB_MODE=disabled logged nothing
+                (self.job_dir / RUN_ID_FILE).write_text(self.run.id + "\n", encoding="utf-8")
+        except Exception as err:  # the cell's result.json is written already; W&B must not undo it
+            print(f"posenc-run: warning: W&B summary of {record.get('job_dir')} not logged: {err}", file=sys.stderr)
+
+
+def cell_summary(record: dict) -> dict:
+    skip = {"job_dir", "config_hash", "hypotheses"}
+    return {k: v for k, v in record.items()
+            if k not in skip and not k.startswith("_") and isinstance(v, (int, float, str, bool))}
+
+
+def cell_config(cfg, record: dict, git_commit: str) -> dict:
+    """The resolved Hydra config of the cell, plus what it resolved to: the kinds used on each
+    side, the corpus key and the code version."""
+    config = OmegaConf.to_container(cfg, resolve=True)
+    config.pop("hydra", None)
+    config.update(encoder_pos=record.get("encoder_pos"), decoder_pos=record.get("decoder_pos"),
+                  corpus_key=(record.get("corpus") or {}).get("cache_key"), git_commit=git_commit)
+    return config
+
+
+def cell_tags(cfg) -> list:
+    # W&B splits WANDB_TAGS on commas and limits a tag to 64 characters.
+    return [f"{k}={v}".replace(",", ";")[:64] for k, v in
+            (("model", cfg.model.name), ("data", cfg.data.name), ("pe", cfg.pe), ("placement", cfg.placement))]
+
+
+def cell_run_id(cfg, job_dir: Path, record: dict):
+    ident = cell_identity(job_dir)
+    token = sweep_token(ident.home)
+    return ident, token, run_id(token, ident.name, record.get("config_hash", ""))
+
+
+def start_cell_run(cfg, job_dir: Path, record: dict, git_commit: str):
+    """Open (or continue) the cell's run; ``NoRun`` for ``logger=none``."""
+    if cfg.logger.name == "none":
+        return NoRun()
+    check_logger(cfg.logger)
+    wandb = import_wandb()
+    ident, token, rid = cell_run_id(cfg, job_dir, record)
+    run = start(wandb, cfg.logger, id=rid, resume="allow", name=ident.name,
+                group=group_name(cfg.experiment_name, ident.shown_dir, token), job_type="cell",
+                tags=cell_tags(cfg), dir=str(ident.home))
+    run.config.update(cell_config(cfg, record, git_commit), allow_val_change=True)
+    return CellRun(run, job_dir)
+
+
+def log_finished_cell(cfg, job_dir: Path, record: dict) -> None:
+    """A cell that finished before (perhaps without W&B) and has no run yet: one run from what it
+    kept (fairseq's curves from its train.log, its record), so turning W&B on never retrains."""
+    if cfg.logger.name == "none":
+        return
+    job_dir = Path(job_dir)
+    _, _, rid = cell_run_id(cfg, job_dir, record)
+    marker = job_dir / RUN_ID_FILE
+    if marker.exists() and marker.read_text(encoding="utf-8").strip() == rid:
+        return
+    try:
+        git_commit = json.loads((job_dir / "provenance.json").read_text(encoding="utf-8"))["git_commit"]
+    except (OSError, ValueError, KeyError):
+        git_commit = "unknown"
+    run = start_cell_run(cfg, job_dir, record, git_commit)
+    log = job_dir / "train.log"
+    if log.exists():
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            run.on_train_line(line)
+    run.finish(record)
+
+
+# --- the sweep's table run -------------------------------------------------------------------------
+
+def table_rows(sweep_dir: Path) -> list:
+    """The sweep's results table as a list of dicts (the report's own rows; one adapter, here)."""
+    from posenc.report.table import table_rows as rows_of
+    return rows_of(sweep_dir)
+
+
+def sweep_figures(sweep_dir: Path) -> list:
+    """PNG figures the report wrote into the sweep directory (not the cells' or W&B's own files)."""
+    sweep_dir = Path(sweep_dir)
+    found = []
+    for entry in sorted(sweep_dir.iterdir()):
+        if entry.is_file() and entry.suffix == ".png":
+            found.append(entry)
+        elif entry.is_dir() and not (entry / "result.json").exists() and entry.name not in ("wandb", ".submitit"):
+            found += sorted(entry.rglob("*.png"))
+    return found
+
+
+def log_sweep_table(config, sweep_dir: Path) -> None:
+    """At sweep end: the table (and figures) in one run of the sweep's group, job_type ``table``.
+    A failure is one warning line: the sweep's own tables are written already."""
+    if config.logger.name != "wandb":
+        return
+    try:
+        wandb = import_wandb()
+        rows = table_rows(sweep_dir)
+        token = sweep_token(sweep_dir)
+        group = group_name(config.experiment_name, str(config.hydra.sweep.dir), token)
+        run = start(wandb, config.logger, id=run_id(token, "table"), resume="allow", name="table", group=group,
+                    job_type="table", tags=[f"experiment={config.experiment_name}"], dir=str(sweep_dir))
+        columns = list(rows[0]) if rows else ["placement"]
+        table = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows], allow_mixed_types=True)
+        logged = {"results": table}
+        logged.update({f"figures/{png.stem}": wandb.Image(str(png)) for png in sweep_figures(sweep_dir)})
+        run.log(logged)
+        run.summary.update({"groups": len(rows), "cells_ok": sum(r.get("seeds_ok", 0) for r in rows),
+                            # not_ok: "seed 2 failed; seed 3 interrupted" (as_dicts joins the report's list)
+                            "cells_not_ok": sum(len([c for c in str(r.get("not_ok") or "").split("; ") if c]) for r in rows)})
+        run.finish()
+    except Exception as err:
+        print(f"posenc-run: warning: the sweep table was not logged to W&B: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
+              file=sys.stderr)

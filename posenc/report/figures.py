@@ -1,0 +1,123 @@
+"""Figures of a report (matplotlib, Agg, PNG): BLEU per row with its 95% interval and the paper's
+value where one applies; BLEU by source-length bucket, one line per placement (or per value of
+the baseline key)."""
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
+import matplotlib.pyplot as plt  # noqa: E402
+
+from posenc.report.render import PLACEMENT_LABEL  # noqa: E402
+from posenc.report.rows import order_key  # noqa: E402
+
+BLEU_FIGURE = "bleu.png"
+LENGTH_FIGURE = "bleu_by_length.png"
+
+
+def panels(reports):
+    """``(title, rows)`` per sweep and configuration other than the baseline key, rows in table order."""
+    out = []
+    for report in reports:
+        key = report.settings.baseline[0]
+        groups = {}
+        for row in report.rows:
+            rest = tuple(v for k, v in row.identity.items() if k != key)
+            groups.setdefault(rest, []).append(row)
+        for rest, rows in groups.items():
+            rows.sort(key=lambda r: order_key(key, r.identity.get(key)))
+            out.append((f"{report.sweep.label}: " + " ".join(v for v in rest if v), rows, report, key))
+    return out
+
+
+def _grid(n):
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)
+
+
+def _label(key, value):
+    return PLACEMENT_LABEL.get(value, value) if key == "placement" else f"{key}={value}"
+
+
+def bleu_figure(reports):
+    found = panels(reports)
+    fig, axes = _grid(len(found))
+    for ax, (title, rows, report, key) in zip(axes, found):
+        xs = range(len(rows))
+        means = [r.values["bleu"] if r.values["bleu"] is not None else math.nan for r in rows]
+        low = [m - r.values["bleu_ci_low"] if r.values["bleu_ci_low"] is not None else 0 for m, r in zip(means, rows)]
+        high = [r.values["bleu_ci_high"] - m if r.values["bleu_ci_high"] is not None else 0 for m, r in zip(means, rows)]
+        ax.errorbar(xs, means, yerr=[low, high], fmt="o", capsize=4, label="ours: mean, 95% CI")
+        for x, r in zip(xs, rows):
+            if r.values.get("p_value") is not None and r.values["p_value"] < 0.05:
+                ax.annotate("*", (x, means[x]), textcoords="offset points", xytext=(6, 4))
+        paper = [(x, float(r.values["paper_bleu"]), r.values["paper_source"]) for x, r in zip(xs, rows)
+                 if r.values.get("paper_bleu")]
+        if paper:
+            ax.scatter([p[0] for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
+                       label=f"paper ({paper[0][2]}: WMT, not this test set)")
+        ax.set_xticks(list(xs), [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right",
+                     fontsize=8)
+        ax.set_ylabel("BLEU (sacreBLEU)")
+        base = "=".join(report.settings.baseline)
+        ax.set_title(f"{title}\n* p < 0.05 against {base}", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def length_figure(reports):
+    found = panels(reports)
+    fig, axes = _grid(len(found))
+    for ax, (title, rows, report, key) in zip(axes, found):
+        labels = list(report.bucket_labels) + (["long split"] if report.has_long else [])
+        for r in rows:
+            ys = [r.values.get(f"bleu_len_{b}") for b in report.bucket_labels]
+            if report.has_long:
+                ys.append(r.values.get("bleu_test_long"))
+            ax.plot(range(len(labels)), [math.nan if y is None else y for y in ys], marker="o",
+                    label=_label(key, r.identity.get(key)))
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_xlabel("source length (words)")
+        ax.set_ylabel("BLEU (mean over seeds)")
+        ax.set_title(title, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def write_figures(reports, out_dir: Path) -> list:
+    """Write both figures into ``out_dir``; return their paths (none when no row has a score)."""
+    if not any(r.values["bleu"] is not None for report in reports for r in report.rows):
+        return []
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, draw in ((BLEU_FIGURE, bleu_figure), (LENGTH_FIGURE, length_figure)):
+        fig = draw(reports)
+        _save_atomic(fig, out_dir / name)
+        plt.close(fig)
+        written.append(out_dir / name)
+    return written
+
+
+def _save_atomic(fig, path: Path) -> None:
+    """Save through a temp file in the same folder and a rename: a reader never sees half a PNG."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            fig.savefig(handle, format="png", dpi=110)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,120 @@
+"""A finished cell's system output on one test split, checked and ready to test: its hypotheses,
+the references it was scored against, and BLEU's per-sentence sufficient statistics."""
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sacrebleu
+
+from posenc.report.significance import bleu_options, corpus_bleu
+
+SPLITS = ("test", "test_long")
+# Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
+# (posenc-table, a rerun of the sweep) without tokenizing and counting n-grams again.
+STATS_CACHE = ".report-cache"
+# The recorded BLEU is rounded to 2 decimals; a recomputation further off than this is another output.
+REPRODUCE_TOLERANCE = 0.0051
+
+
+def field(name: str, split: str) -> str:
+    """A record's field for a split: ``bleu`` on test, ``bleu_test_long`` on the long split."""
+    return name if split == "test" else f"{name}_{split}"
+
+
+@dataclass(frozen=True)
+class Output:
+    seed: object
+    hypotheses: list
+    references: list
+    sources: list
+    stats: list            # BLEU's sufficient statistics, one list per sentence (as sacreBLEU gives them)
+    array: np.ndarray      # the same as an array, for sums over subsets
+    options: dict          # the BLEU(...) arguments the cell was scored with
+    testset_key: str
+    corpus: str
+
+
+def read_lines(path) -> list:
+    """One line per sentence, split on "\\n" only (as the harness writes them)."""
+    text = path.read_bytes().decode("utf-8")
+    return text[:-1].split("\n") if text else []
+
+
+def cell_output(cell, split: str, testsets, scorer):
+    """``(Output, "")`` or ``(None, why this cell's output cannot be tested)``."""
+    record = cell.record
+    if record.get("status") != "ok":
+        return None, f"cell {record.get('status')}"
+    name = record.get(field("hypotheses", split))
+    if not name:
+        return None, "no hypotheses"
+    path = cell.dir / name
+    if not path.is_file():
+        return None, f"hypotheses file missing ({name})"
+    testset, why = testsets.find(record)
+    if testset is None:
+        return None, why
+    if split not in testset.references:
+        return None, f"test set has no {split} split"
+    try:
+        hypotheses = read_lines(path)
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"hypotheses unreadable ({type(err).__name__})"
+    references = testset.references[split]
+    if len(hypotheses) != len(references):
+        return None, f"{len(hypotheses)} hypotheses for {len(references)} references"
+    options = bleu_options(str(record.get(field("bleu_signature", split)) or ""))
+    key = _stats_key(path, testset.key, split, options)
+    array = _load_stats(cell.dir, name, key, len(hypotheses))
+    if array is None:
+        array = np.asarray(scorer.sentence_stats(hypotheses, references, options, (testset.key, split)),
+                           dtype=np.int64)
+        _save_stats(cell.dir, name, key, array)
+    stats = array.tolist()
+    recorded = record.get(field("bleu", split))
+    score = corpus_bleu(array.sum(0), options)
+    if recorded is None or abs(score - float(recorded)) > REPRODUCE_TOLERANCE:
+        return None, f"hypotheses give BLEU {score:.2f}, record says {recorded}"
+    return Output(record.get("seed"), hypotheses, references, testset.sources[split], stats, array, options,
+                  testset.key, testset.name), ""
+
+
+def _stats_key(path: Path, testset_key: str, split: str, options: dict) -> str:
+    """What the statistics depend on: the output, the references, the metric and its code."""
+    digest = hashlib.sha256(path.read_bytes())
+    digest.update(repr((testset_key, split, sorted(options.items()), sacrebleu.__version__)).encode())
+    return digest.hexdigest()[:20]
+
+
+def _cache_file(cell_dir: Path, name: str, key: str) -> Path:
+    return cell_dir / STATS_CACHE / f"{name}.{key}.npy"
+
+
+def _load_stats(cell_dir: Path, name: str, key: str, sentences: int):
+    try:
+        array = np.load(_cache_file(cell_dir, name, key), allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return array if array.ndim == 2 and array.shape[0] == sentences else None
+
+
+def _save_stats(cell_dir: Path, name: str, key: str, array: np.ndarray) -> None:
+    """Atomically (temp file, rename); a sweep directory that cannot be written just goes uncached."""
+    target = _cache_file(cell_dir, name, key)
+    try:
+        target.parent.mkdir(exist_ok=True)
+        for stale in target.parent.glob(f"{name}.*.npy"):
+            stale.unlink(missing_ok=True)  # an earlier output of this cell
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+        os.replace(tmp, target)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,54 @@
+"""The papers' numbers, and the rows they apply to (never a paper's number beside a row it does
+not describe)."""
+
+import csv
+from pathlib import Path
+
+from posenc.report.models import model_family
+
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
+CONVS2S = REFERENCE_DIR / "convs2s_table4.csv"
+VASWANI = REFERENCE_DIR / "vaswani2017_table3_e.csv"
+
+SOURCES = {
+    "G17": "Gehring et al. (2017), ConvS2S Table 4: WMT'14 En-De, learned positions, valid PPL and "
+           "tokenized BLEU on newstest2014, mean of 3 runs",
+    "V17": "Vaswani et al. (2017), Table 3 row (E) vs base: En-De newstest2013, dev PPL (per wordpiece) "
+           "and BLEU, learned vs sinusoidal positions",
+}
+WHERE = ("paper columns are filled only where a paper measured the same comparison: G17 beside fconv "
+         "rows with learned positions; V17 beside Transformer rows with positions on both sides, where "
+         "the sweep compares learned with sinusoidal positions; empty (-) elsewhere")
+
+
+def _read(path: Path, key: str) -> dict:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return {row[key]: row for row in csv.DictReader(handle)}
+
+
+def paper_numbers(identities) -> list:
+    """For each row identity (a dict with model, pe, placement ...): ``(source, ppl, bleu)`` from
+    the paper that applies, or ``("", "", "")``. V17 needs both kinds in the same comparison, so
+    it looks at all the identities of one sweep together."""
+    convs2s = _read(CONVS2S, "placement")
+    vaswani = _read(VASWANI, "pe")
+    compared = {}
+    for ident in identities:
+        if model_family(str(ident.get("model"))) == "transformer" and ident.get("placement") == "both":
+            rest = tuple(sorted((k, str(v)) for k, v in ident.items() if k != "pe"))
+            compared.setdefault(rest, set()).add(ident.get("pe"))
+    out = []
+    for ident in identities:
+        family = model_family(str(ident.get("model")))
+        if family == "fconv" and ident.get("pe") == "learned" and ident.get("placement") in convs2s:
+            row = convs2s[ident["placement"]]
+            out.append(("G17", row["valid_ppl"], row["bleu"]))
+            continue
+        rest = tuple(sorted((k, str(v)) for k, v in ident.items() if k != "pe"))
+        if family == "transformer" and ident.get("placement") == "both" and ident.get("pe") in vaswani \
+                and {"learned", "sinusoidal"} <= compared.get(rest, set()):
+            row = vaswani[ident["pe"]]
+            out.append(("V17", row["dev_ppl"], row["bleu"]))
+            continue
+        out.append(("", "", ""))
+    return out

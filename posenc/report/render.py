@@ -1,0 +1,244 @@
+"""Reports as Markdown, LaTeX (booktabs ``tabular``) or CSV: the scores table, the length table,
+several sweeps side by side, and the footnotes that say what each number is."""
+
+import csv
+import io
+
+from posenc.report.outputs import field
+from posenc.report.references import SOURCES, WHERE
+from posenc.report.rows import as_dicts
+from posenc.report.significance import TESTS
+
+FORMATS = ("md", "csv", "latex")
+PLACEMENT_LABEL = {"both": "both (encoder and decoder)", "source": "source (encoder) only",
+                   "target": "target (decoder) only", "none": "neither"}
+ALPHA = 0.05
+
+
+# -- cell formatting ------------------------------------------------------------------------
+def mean_sd(mean, sd, digits=2) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}" if sd else f"{mean:.{digits}f}"
+
+
+def number(value, digits=2, signed=False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def p_cell(values: dict, suffix: str = "") -> str:
+    p = values.get(f"p_value{suffix}")
+    if p is None:
+        note = values.get(f"p_note{suffix}", "")
+        return note if note == "baseline" else f"n/a: {note}"
+    return f"{p:.4f}*" if p < ALPHA else f"{p:.4f}"
+
+
+def ci_cell(values: dict) -> str:
+    if values.get("bleu_ci_low") is None:
+        return "-"
+    mark = "†" if values["bleu_ci_kind"] == "bootstrap" else ""
+    return f"[{values['bleu_ci_low']:.2f}, {values['bleu_ci_high']:.2f}]{mark}"
+
+
+def identity_cells(row) -> list:
+    return [PLACEMENT_LABEL.get(v, v) if k == "placement" else v for k, v in row.identity.items()]
+
+
+def identity_headers(report) -> list:
+    return ["position embeddings" if k == "placement" else k for k in report.rows[0].identity] if report.rows else []
+
+
+# -- the tables of one sweep ------------------------------------------------------------------
+def scores_table(report):
+    headers = identity_headers(report) + ["paper PPL", "paper BLEU", "valid PPL", "BLEU (sacreBLEU)", "95% CI",
+                                          "Δ BLEU", "p", "BLEU (tokenized)", "seeds ok", "not ok"]
+    body = []
+    for row in report.rows:
+        v = row.values
+        body.append(identity_cells(row) + [
+            v["paper_ppl"] or "-", v["paper_bleu"] or "-", mean_sd(v["valid_ppl"], v["valid_ppl_sd"]),
+            mean_sd(v["bleu"], v["bleu_sd"]), ci_cell(v), number(v["delta_bleu"], signed=True), p_cell(v),
+            mean_sd(v["tok_bleu"], v["tok_bleu_sd"]), str(v["seeds_ok"]), str(len(v["not_ok"]))])
+    return headers, body
+
+
+def length_table(report):
+    long = ["BLEU long split", "Δ long", "p long", "BLEU long (tokenized)"] if report.has_long else []
+    headers = identity_headers(report) + [f"BLEU {label}" for label in report.bucket_labels] + ["BLEU (test)"] + long
+    body = []
+    for row in report.rows:
+        v = row.values
+        cells = identity_cells(row) + [number(v.get(f"bleu_len_{label}")) for label in report.bucket_labels]
+        cells.append(mean_sd(v["bleu"], v["bleu_sd"]))
+        if report.has_long:
+            cells += [mean_sd(v["bleu_test_long"], v["bleu_test_long_sd"]),
+                      number(v.get("delta_bleu_test_long"), signed=True), p_cell(v, "_test_long"),
+                      mean_sd(v["tok_bleu_test_long"], v["tok_bleu_test_long_sd"])]
+        body.append(cells)
+    return headers, body
+
+
+def scores_notes(report) -> list:
+    s = report.settings
+    key, value = s.baseline
+    same = ", ".join(k for k in (report.rows[0].identity if report.rows else []) if k != key)
+    signatures = sorted({str(c.record.get("bleu_signature")) for r in report.rows for c in r.ok_cells()
+                         if c.record.get("bleu_signature")})
+    notes = [
+        f"BLEU: sacreBLEU on detokenized output ({'; '.join(signatures) or 'no signature recorded'}); "
+        "mean ± sample standard deviation over the seeds that finished. 95% CI: of the mean over seeds, "
+        "mean ± t(0.975, n-1)·sd/√n; † one seed: sacreBLEU's bootstrap over the test sentences "
+        "(1000 resamples) instead.",
+        f"Δ BLEU: row minus its baseline ({key}={value}, same {same}), averaged over the seeds both finished, "
+        f"seed s against the baseline's seed s. p: sacreBLEU's {TESTS[s.test]} (sacrebleu.significance."
+        f"PairedTest, as `sacrebleu --paired-{s.test}`), {s.samples} "
+        f"{'resamples' if s.test == 'bs' else 'trials'}, two-sided, on the paired seeds' outputs "
+        "concatenated (the test set once per seed, each sentence against the same sentence of the "
+        f"baseline's same seed); outputs identical to the baseline's get p = 1; * p < {ALPHA}. "
+        "p measures how sure the difference is over test sentences for these trained models; it does "
+        "not include the spread over seeds: a difference with p < 0.05 that lies inside the seeds' "
+        "95% CI is not shown to hold for another seed"
+        + (f"; signature {report.test_signature}." if report.test_signature else "."),
+        f"Paper PPL / BLEU: {WHERE}. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
+    ]
+    return notes
+
+
+def length_notes(report) -> list:
+    s = report.settings
+    edges = ",".join(map(str, report.bucket_edges)) + ("" if s.edges else " by default for this corpus")
+    sizes = "; ".join(f"{corpus}: " + ", ".join(f"{label} {n}" for label, n in zip(report.bucket_labels, counts))
+                      for corpus, counts in report.bucket_sizes.items()) or "no test outputs to bucket"
+    notes = [f"BLEU by source length on the test split: each sentence in exactly one bucket of source words "
+             f"(whitespace tokens of the raw source; edges {edges}, set with --buckets); BLEU of each bucket's "
+             f"sentences per seed, averaged over seeds. Sentences per bucket: {sizes}."]
+    if report.has_long:
+        notes.append("Long split: test_long, sentences longer than every training sentence; Δ and p as on the "
+                     "test split.")
+    return notes
+
+
+def status_notes(report) -> list:
+    sweep = report.sweep
+    lines = []
+    for cell in sweep.cells:
+        rec = cell.record
+        if rec.get("status") != "ok":
+            lines.append(f"{str(rec.get('status')).upper()} {cell.name}: {rec.get('error') or 'no error recorded'}")
+    lines += [f"MISSING {name}: planned, never reported" for name in sweep.missing]
+    lines += [f"UNREADABLE {name}" for name in sweep.unreadable]
+    lines += [f"SKIPPED {name}: {why}" for name, why in sweep.skipped]
+    return lines + [f"WARNING {w}" for w in report.warnings]
+
+
+# -- output formats -----------------------------------------------------------------------------
+def markdown(headers, body) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
+    return "\n".join(lines) + "\n"
+
+
+LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$", "√": r"$\surd$", "·": r"$\cdot$"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+def latex(headers, body, left: int) -> str:
+    """A booktabs tabular: the first ``left`` columns (names) left-aligned, the numbers right-aligned."""
+    spec = "l" * left + "r" * (len(headers) - left)
+    lines = [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(map(latex_escape, headers)) + r" \\", r"\midrule"]
+    lines += [" & ".join(map(latex_escape, cells)) + r" \\" for cells in body]
+    return "\n".join(lines + [r"\bottomrule", r"\end{tabular}"]) + "\n"
+
+
+def _block(fmt, headers, body, notes, left=1) -> str:
+    if fmt == "latex":
+        return latex(headers, body, left) + "".join(f"% {latex_escape(n)}\n" for n in notes)
+    return markdown(headers, body) + "\n" + "".join(f"{n}\n\n" for n in notes)
+
+
+def render_report(report, fmt: str = "md", title: bool = False) -> str:
+    if fmt == "csv":
+        return csv_text(as_dicts(report)) + "".join(f"# {n}\n" for n in status_notes(report))
+    head = ""
+    if title:
+        head = f"% Sweep {report.sweep.dir}\n" if fmt == "latex" else f"### Sweep `{report.sweep.dir}`\n\n"
+    status = status_notes(report)
+    prefix = "% " if fmt == "latex" else ""
+    if not report.rows:
+        return head + f"{prefix}No cell of this sweep has a readable result yet.\n" + \
+            "".join(prefix + (latex_escape(s) if fmt == "latex" else s) + "\n" for s in status)
+    left = len(identity_headers(report))
+    parts = [head + _block(fmt, *scores_table(report), scores_notes(report), left),
+             _block(fmt, *length_table(report), length_notes(report), left)]
+    if status:
+        parts.append("".join(prefix + (latex_escape(s) if fmt == "latex" else s) + "\n" for s in status))
+    return "\n".join(parts)
+
+
+def csv_text(dicts) -> str:
+    columns = list(dict.fromkeys(k for d in dicts for k in d)) or ["placement"]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for d in dicts:
+        writer.writerow({k: ("" if d.get(k) is None else d.get(k)) for k in columns})
+    return out.getvalue()
+
+
+# -- several sweeps ---------------------------------------------------------------------------------
+def side_by_side(reports):
+    """One line per value of the baseline key; for each sweep (and each of its other configurations)
+    its BLEU, Δ and p against its own baseline, and the long split's BLEU where it has one."""
+    key = reports[0].settings.baseline[0]
+    columns, levels = [], {}
+    for report in reports:
+        groups = {}
+        for row in report.rows:
+            rest = tuple(v for k, v in row.identity.items() if k != key)
+            groups.setdefault(rest, {})[row.identity[key]] = row
+            levels.setdefault(row.identity[key], None)
+        for rest, by_level in groups.items():
+            label = report.sweep.label + ("" if len(groups) == 1 else " " + " ".join(rest))
+            columns.append((label, by_level, report.has_long))
+    from posenc.report.rows import order_key
+    ordered = sorted(levels, key=lambda lv: order_key(key, lv))
+    headers = ["position embeddings" if key == "placement" else key]
+    for label, _, has_long in columns:
+        headers += [f"{label} BLEU", f"{label} Δ", f"{label} p"] + ([f"{label} BLEU long"] if has_long else [])
+    body = []
+    for level in ordered:
+        cells = [PLACEMENT_LABEL.get(level, level) if key == "placement" else level]
+        for _, by_level, has_long in columns:
+            row = by_level.get(level)
+            if row is None:
+                cells += ["-", "-", "not in this sweep"] + (["-"] if has_long else [])
+                continue
+            v = row.values
+            cells += [mean_sd(v["bleu"], v["bleu_sd"]), number(v["delta_bleu"], signed=True), p_cell(v)]
+            if has_long:
+                cells.append(mean_sd(v.get(field("bleu", "test_long")), v.get("bleu_test_long_sd")))
+        body.append(cells)
+    return headers, body
+
+
+def render_reports(reports, fmt: str = "md") -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"--format {fmt!r} is not allowed; allowed: {', '.join(FORMATS)}")
+    if len(reports) == 1:
+        return render_report(reports[0], fmt)
+    if fmt == "csv":
+        return csv_text([d for r in reports for d in as_dicts(r)]) + \
+            "".join(f"# {r.sweep.label}: {n}\n" for r in reports for n in status_notes(r))
+    note = ("Side by side: each sweep's rows against its own baseline; mean ± sd over seeds; Δ and p as in "
+            "each sweep's own table below.")
+    parts = [_block(fmt, *side_by_side(reports), [note])]
+    parts += [render_report(r, fmt, title=True) for r in reports]
+    return "\n".join(parts)

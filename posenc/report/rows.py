@@ -1,0 +1,269 @@
+"""A sweep's cells as table rows: one row per configuration (every key but the seed), its scores
+over seeds, and its difference from a baseline row with a paired test on the system outputs."""
+
+from dataclasses import dataclass, field as dc_field
+
+import numpy as np
+
+from posenc.kinds import KINDS, PLACEMENTS
+from posenc.report import buckets as bucket_mod
+from posenc.report.outputs import SPLITS, cell_output, field
+from posenc.report.references import paper_numbers
+from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, Scorer, bootstrap_ci, corpus_bleu, paired_test
+from posenc.report.stats import ci95, mean_sd
+from posenc.report.sweep import RECORD_KEYS
+from posenc.report.testsets import TestSets
+
+BOOTSTRAP_CI_RESAMPLES = 1000
+
+
+class ReportError(ValueError):
+    """A report option that cannot be honoured; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    baseline: tuple = ("placement", "both")   # (key, value) of the row every other row is tested against
+    edges: tuple = None                       # source-length bucket edges; None: by corpus
+    test: str = "bs"                          # "bs" (paired bootstrap) or "ar" (approximate randomization)
+    resamples: int = 0                        # 0: sacreBLEU's default for the test
+
+    @property
+    def samples(self) -> int:
+        return self.resamples or DEFAULT_RESAMPLES[self.test]
+
+
+def parse_baseline(text: str) -> tuple:
+    key, sep, value = text.partition("=")
+    if not sep or not key or not value:
+        raise ReportError(f"--baseline {text!r}: expected KEY=VALUE, e.g. placement=both or pe=learned")
+    return key.lstrip("+"), value
+
+
+@dataclass
+class Row:
+    sweep: str
+    identity: dict                 # model, pe, data, extra swept keys, placement -> value
+    cells: list = dc_field(default_factory=list)
+    outputs: dict = dc_field(default_factory=dict)    # split -> {seed: Output}
+    problems: dict = dc_field(default_factory=dict)   # split -> why an ok cell has no usable output
+    values: dict = dc_field(default_factory=dict)     # the computed columns (see as_dict)
+
+    def ok_cells(self):
+        return [c for c in self.cells if c.record.get("status") == "ok"]
+
+    def seed_values(self, name: str) -> dict:
+        return {c.record.get("seed"): c.record.get(name) for c in self.ok_cells() if c.record.get(name) is not None}
+
+
+@dataclass
+class Report:
+    """The rows of one sweep and what its footnotes need."""
+    sweep: object
+    rows: list
+    settings: Settings
+    bucket_edges: tuple
+    bucket_labels: list
+    bucket_sizes: dict      # corpus label -> sentences per bucket
+    has_long: bool
+    test_signature: str     # sacreBLEU's signature of the paired test ("" when none ran)
+    warnings: list
+
+
+def order_key(key: str, value):
+    order = {"placement": PLACEMENTS, "pe": KINDS}.get(key)
+    text = str(value)
+    if order and text in order:
+        return (0, order.index(text), "")
+    try:
+        return (1, float(text), "")
+    except ValueError:
+        return (2, 0, text)
+
+
+def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = None) -> Report:
+    testsets = testsets or TestSets()
+    if settings.test not in TESTS:
+        raise ReportError(f"test {settings.test!r} is not allowed; allowed: {', '.join(TESTS)}")
+    base_key, base_value = settings.baseline
+    rows, warnings = _group(sweep, row_keys(sweep)), []
+    for row in rows:
+        seeds = [c.record.get("seed") for c in row.cells]
+        if len(seeds) != len(set(map(str, seeds))):
+            warnings.append(f"row {_name(row.identity)} has cells with the same seed; pairing by seed takes the first")
+    has_long = any(c.record.get(field("bleu", "test_long")) is not None for r in rows for c in r.cells)
+    splits = [s for s in SPLITS if s == "test" or has_long]
+    scorer = Scorer()
+    for row in rows:
+        for split in splits:
+            row.outputs[split], row.problems[split] = {}, ""
+            for cell in row.ok_cells():
+                output, why = cell_output(cell, split, testsets, scorer)
+                if output is not None:
+                    row.outputs[split].setdefault(output.seed, output)
+                elif not row.problems[split]:
+                    row.problems[split] = why
+        _scores(row, has_long)
+    signature = ""
+    for split in splits:
+        signature = _significance(rows, split, base_key, base_value, settings) or signature
+    edges, labels, sizes = _buckets(rows, settings)
+    for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows])):
+        row.values.update(paper_source=source, paper_ppl=ppl, paper_bleu=bleu)
+    return Report(sweep, rows, settings, edges, labels, sizes, has_long, signature, warnings)
+
+
+def row_keys(sweep) -> list:
+    """What tells one row from another: the record's model, pe, data, any other key the sweep
+    varies (in name order), and the placement."""
+    return ["model", "pe", "data", *sweep.extra_keys, "placement"]
+
+
+def check_baseline(sweeps, baseline) -> None:
+    """Refuse a ``--baseline`` that names a key no sweep has, or a value no row has."""
+    key, value = baseline
+    keys = list(dict.fromkeys(k for s in sweeps for k in row_keys(s)))
+    if key not in keys:
+        raise ReportError(f"--baseline {key}={value}: {key} is not a key of any row; keys: {', '.join(keys)}")
+    seen = {str(c.record.get(key) if key in RECORD_KEYS else c.overrides.get(key, "")) for s in sweeps for c in s.cells}
+    if value not in seen:
+        raise ReportError(f"--baseline {key}={value}: no cell has {key}={value}; "
+                          f"values: {', '.join(sorted(seen, key=lambda x: order_key(key, x)))}")
+
+
+def _group(sweep, keys):
+    rows = {}
+    for cell in sweep.cells:
+        ident = {k: (cell.record.get(k) if k in RECORD_KEYS else cell.overrides.get(k, "")) for k in keys}
+        ident = {k: ("" if v is None else str(v)) for k, v in ident.items()}
+        rows.setdefault(tuple(ident.values()), Row(sweep.label, ident)).cells.append(cell)
+    ordered = sorted(rows.values(), key=lambda r: [order_key(k, v) for k, v in r.identity.items()])
+    for row in ordered:
+        row.cells.sort(key=lambda c: order_key("seed", c.record.get("seed")))
+    return ordered
+
+
+def _name(identity) -> str:
+    return " ".join(f"{k}={v}" for k, v in identity.items())
+
+
+def _scores(row: Row, has_long: bool) -> None:
+    v = row.values
+    names = ["bleu", "tok_bleu", "valid_ppl"] + (["bleu_test_long", "tok_bleu_test_long"] if has_long else [])
+    for name in names:
+        v[name], v[f"{name}_sd"] = mean_sd(row.seed_values(name).values())
+    bleus = list(row.seed_values("bleu").values())
+    v["bleu_ci_low"] = v["bleu_ci_high"] = None
+    v["bleu_ci_kind"] = ""
+    if len(bleus) >= 2:
+        v["bleu_ci_low"], v["bleu_ci_high"] = ci95(bleus)
+        v["bleu_ci_kind"] = "seeds"
+    elif len(bleus) == 1 and row.outputs["test"]:
+        output = next(iter(row.outputs["test"].values()))
+        v["bleu_ci_low"], v["bleu_ci_high"] = bootstrap_ci(output.stats, output.options, BOOTSTRAP_CI_RESAMPLES)
+        v["bleu_ci_kind"] = "bootstrap"
+    v["seeds"] = [c.record.get("seed") for c in row.ok_cells()]
+    v["seeds_ok"] = len(v["seeds"])
+    v["not_ok"] = [f"seed {c.record.get('seed')} {c.record.get('status')}" for c in row.cells
+                   if c.record.get("status") != "ok"]
+
+
+def _significance(rows, split, base_key, base_value, settings):
+    """Delta and p-value of every row against its baseline on one split; returns the test's signature."""
+    suffix = "" if split == "test" else f"_{split}"
+    by_group = {}
+    for row in rows:
+        rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)
+        by_group.setdefault(rest, {})[row.identity.get(base_key)] = row
+    batches = {}
+    for row in rows:
+        v = row.values
+        v[f"delta_bleu{suffix}"] = v[f"p_value{suffix}"] = None
+        v[f"paired_seeds{suffix}"] = 0
+        rest = tuple((k, val) for k, val in row.identity.items() if k != base_key)
+        base = by_group[rest].get(base_value)
+        if base is row:
+            v[f"p_note{suffix}"] = "baseline"
+            continue
+        if base is None:
+            v[f"p_note{suffix}"] = f"no baseline row ({base_key}={base_value})"
+            continue
+        mine, theirs = row.seed_values(field("bleu", split)), base.seed_values(field("bleu", split))
+        common = [s for s in mine if s in theirs]
+        if common:
+            v[f"delta_bleu{suffix}"] = float(np.mean([mine[s] - theirs[s] for s in common]))
+        v[f"p_note{suffix}"] = _untestable(row, base, split, common)
+        if v[f"p_note{suffix}"]:
+            continue
+        paired = tuple(s for s in common if s in row.outputs[split] and s in base.outputs[split])
+        batches.setdefault((id(base), paired), (base, paired, []))[2].append(row)
+    signature = ""
+    for base, paired, members in batches.values():
+        def joined(row):
+            outs = [row.outputs[split][s] for s in paired]
+            return [h for o in outs for h in o.hypotheses], [st for o in outs for st in o.stats]
+        systems = {str(i): joined(row) for i, row in enumerate(members)}
+        options = base.outputs[split][paired[0]].options
+        _, results, signature = paired_test(joined(base), systems, options, settings.test, settings.samples)
+        for i, row in enumerate(members):
+            row.values[f"p_value{suffix}"] = results[str(i)].p_value
+            row.values[f"paired_seeds{suffix}"] = len(paired)
+    return signature
+
+
+def _untestable(row, base, split, common) -> str:
+    """Why the row cannot be tested against its baseline on this split, or ""."""
+    if not row.seed_values(field("bleu", split)):
+        return "no finished seed" if split == "test" else f"no {split} score"
+    if not base.seed_values(field("bleu", split)):
+        return "baseline has no finished seed"
+    if not common:
+        return "no seed in common with the baseline"
+    if not row.outputs[split]:
+        return row.problems[split] or "no output"
+    if not base.outputs[split]:
+        return f"baseline: {base.problems[split] or 'no output'}"
+    paired = [s for s in common if s in row.outputs[split] and s in base.outputs[split]]
+    if not paired:
+        return "no seed with outputs on both sides"
+    if any(row.outputs[split][s].testset_key != base.outputs[split][s].testset_key for s in paired):
+        return "other test set than the baseline"
+    if any(row.outputs[split][s].options != base.outputs[split][s].options for s in paired):
+        return "scored with another BLEU signature than the baseline"
+    return ""
+
+
+def _buckets(rows, settings):
+    """BLEU by source-length bucket on the test split: per seed from the summed sufficient
+    statistics of its sentences in each bucket, then averaged over seeds."""
+    outputs = [o for r in rows for o in r.outputs.get("test", {}).values()]
+    corpora = {str((c.record.get("corpus") or {}).get("name") or c.record.get("data")) for r in rows for c in r.cells}
+    edges = settings.edges or bucket_mod.default_edges(corpora)
+    labels = bucket_mod.labels(edges)
+    per_testset, sizes = {}, {}
+    for o in outputs:
+        if o.testset_key not in per_testset:
+            per_testset[o.testset_key] = bucket_mod.buckets_for(o.sources, edges)
+            sizes[f"{o.corpus} ({o.testset_key[:8]})"] = per_testset[o.testset_key].sizes
+    for row in rows:
+        scores = []
+        for o in row.outputs.get("test", {}).values():
+            b = per_testset[o.testset_key]
+            summed = b.summed(o.array)
+            scores.append([corpus_bleu(s, o.options) if n else None for s, n in zip(summed, b.sizes)])
+        for i, label in enumerate(labels):
+            values = [s[i] for s in scores if s[i] is not None]
+            row.values[f"bleu_len_{label}"] = float(np.mean(values)) if values else None
+        row.values["bucket_seeds"] = len(scores)
+    return edges, labels, sizes
+
+
+def as_dicts(report: Report) -> list:
+    """The rows as plain dicts (JSON-able): one per row, every column, for CSV and W&B tables."""
+    out = []
+    for row in report.rows:
+        d = {"sweep": row.sweep, **row.identity, "baseline": "=".join(report.settings.baseline)}
+        for k, val in row.values.items():
+            d[k] = "; ".join(map(str, val)) if isinstance(val, list) else val
+        out.append(d)
+    return out
