@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -35,14 +36,17 @@ def _umask() -> int:
     return 0o022
 
 
-def write_bytes_atomic(path, data: bytes) -> None:
+@contextmanager
+def _atomic_file(path):
+    """A binary handle on a temp file beside ``path`` that becomes ``path`` (synced) when the block
+    ends without an error; on an error the temp file is removed and ``path`` is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a result is as readable as any new file
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -50,23 +54,17 @@ def write_bytes_atomic(path, data: bytes) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def write_bytes_atomic(path, data: bytes) -> None:
+    with _atomic_file(path) as handle:
+        handle.write(data)
 
 
 def copy_atomic(source, path) -> None:
     """Copy a (possibly large) file into place the same way, without reading it into memory."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb") as handle, open(source, "rb") as src:
-            shutil.copyfileobj(src, handle, 16 << 20)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+    with _atomic_file(path) as handle, open(source, "rb") as src:
+        shutil.copyfileobj(src, handle, 16 << 20)
 
 
 def write_text_atomic(path, text: str) -> None:

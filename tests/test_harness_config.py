@@ -16,16 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
 
 
-@pytest.fixture(autouse=True)
-def without_fairseq_config_store():
-    """fairseq stores its own ``config`` schema and groups (``model``, ``task``...) in Hydra's
-    global ConfigStore when imported, and other tests in this process import it. posenc-run never
-    imports fairseq (see test_posenc_run_does_not_import_fairseq); hide those nodes while composing."""
-    from hydra.core.config_store import ConfigStore
-    repo = ConfigStore.instance().repo
-    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
-    yield
-    repo.update(hidden)
+from hydra_helpers import without_fairseq_config_store  # noqa: F401,E402 (autouse fixture)
 
 
 def test_posenc_run_does_not_import_fairseq():

@@ -23,14 +23,7 @@ BASH_OWN = {"PWD", "OLDPWD", "SHLVL", "_"}
 DUMP_ENV = "import json, os, sys; open(sys.argv[1], 'w').write(json.dumps(dict(os.environ)))"
 
 
-@pytest.fixture(autouse=True)
-def without_fairseq_config_store():
-    """As in test_harness_config: hide fairseq's ConfigStore nodes that other tests may have added."""
-    from hydra.core.config_store import ConfigStore
-    repo = ConfigStore.instance().repo
-    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
-    yield
-    repo.update(hidden)
+from hydra_helpers import without_fairseq_config_store  # noqa: F401,E402 (autouse fixture)
 
 
 def runtime_of(*overrides):

@@ -22,14 +22,7 @@ CONF = REPO / "conf"
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(autouse=True)
-def without_fairseq_config_store():
-    """As in test_harness_config: hide fairseq's ConfigStore nodes while composing."""
-    from hydra.core.config_store import ConfigStore
-    repo = ConfigStore.instance().repo
-    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
-    yield
-    repo.update(hidden)
+from hydra_helpers import without_fairseq_config_store  # noqa: F401,E402 (autouse fixture)
 
 
 def compose_cfg(*overrides):

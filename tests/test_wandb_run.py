@@ -39,13 +39,7 @@ def offline(monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
 
 
-@pytest.fixture(autouse=True)
-def without_fairseq_config_store():
-    from hydra.core.config_store import ConfigStore
-    repo = ConfigStore.instance().repo
-    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
-    yield
-    repo.update(hidden)
+from hydra_helpers import without_fairseq_config_store  # noqa: F401,E402 (autouse fixture)
 
 
 def compose_cfg(*overrides, hydra=False):
