@@ -82,7 +82,9 @@ def test_rerun_resumes_without_retraining(smoke_sweep, workspace):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
     assert json.loads((killed / "result.json").read_text())["status"] == "ok"
-    assert proc.stderr.count("finished earlier") == 3
+    assert proc.stderr.count("; kept") == 3  # the three finished cells, untouched
+    # The killed cell had finished training before it was killed: it is scored, not retrained.
+    assert "scoring it without retraining" in proc.stderr and "training posenc_" not in proc.stderr
 
 
 def test_posenc_table_lists_missing_and_failed_cells(smoke_sweep, tmp_path):
