@@ -62,9 +62,9 @@ LABELS = {"fconv": "posenc/stock", "transformer": "posenc/stock", **{k: f"{k}/si
           "control": "stock/stock"}
 DEFAULT_COMPARISONS = ["fconv", "transformer", *ATTENTION_KINDS]
 SMALL_FLAGS = {  # stock archs given the sizes of posenc_*_small (checked against them below)
-    "fconv": ["--encoder-embed-dim", "128", "--encoder-layers", "[(128, 3)] * 6",
-              "--decoder-embed-dim", "128", "--decoder-layers", "[(128, 5)] * 3",
-              "--decoder-out-embed-dim", "128", "--dropout", "0.1"],
+    "fconv": ["--encoder-embed-dim", "64", "--encoder-layers", "[(64, 3)] * 6",
+              "--decoder-embed-dim", "64", "--decoder-layers", "[(64, 5)] * 3",
+              "--decoder-out-embed-dim", "64", "--dropout", "0.1"],
     "transformer": ["--encoder-embed-dim", "128", "--encoder-ffn-embed-dim", "256", "--encoder-layers", "3",
                     "--encoder-attention-heads", "4", "--decoder-layers", "3", "--decoder-attention-heads", "4",
                     "--dropout", "0.1"],
