@@ -34,27 +34,27 @@ def config_hash(cfg, ignore=()) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _record(identity: dict, job_dir: Path, error: str = "") -> dict:
+    """A cell's record before it has any outcome: its identity, status failed, every score empty."""
+    return {**identity, "status": "failed", "error": error, "bleu": None, "bleu_signature": "", "tok_bleu": None,
+            "valid_ppl": None, "test_sentences": None, "num_updates": None, "train_wall_s": None, "hypotheses": "",
+            "job_dir": str(job_dir)}
+
+
 def base_record(cfg, spec, job_dir: Path) -> dict:
-    return {
-        "experiment": cfg.experiment_name, "model": cfg.model.name, "data": cfg.data.name, "pe": cfg.pe,
-        "placement": cfg.placement, "encoder_pos": spec.encoder_pos, "decoder_pos": spec.decoder_pos,
-        "seed": int(cfg.seed), "status": "failed", "error": "", "bleu": None, "bleu_signature": "",
-        "tok_bleu": None, "valid_ppl": None, "test_sentences": None, "num_updates": None,
-        "train_wall_s": None, "hypotheses": "", "job_dir": str(job_dir), "config_hash": config_hash(cfg),
-        "resumed_from_update": 0,
-    }
+    return {**_record({"experiment": cfg.experiment_name, "model": cfg.model.name, "data": cfg.data.name,
+                       "pe": cfg.pe, "placement": cfg.placement, "encoder_pos": spec.encoder_pos,
+                       "decoder_pos": spec.decoder_pos, "seed": int(cfg.seed)}, job_dir),
+            "config_hash": config_hash(cfg), "resumed_from_update": 0}
 
 
 def refused_record(cfg, job_dir: Path, error: str) -> dict:
     """The record of a sweep cell refused before any work (a value it cannot take): failed, with
     the refusal as its error, so the sweep goes on and its table shows the cell."""
     get = lambda key: OmegaConf.select(cfg, key, default=None)  # noqa: E731 (any of them may be the bad one)
-    return {
-        "experiment": get("experiment_name"), "model": get("model.name"), "data": get("data.name"), "pe": get("pe"),
-        "placement": get("placement"), "encoder_pos": "", "decoder_pos": "", "seed": get("seed"), "status": "failed",
-        "error": error, "bleu": None, "bleu_signature": "", "tok_bleu": None, "valid_ppl": None, "test_sentences": None,
-        "num_updates": None, "train_wall_s": None, "hypotheses": "", "job_dir": str(job_dir), "resumed_from_update": 0,
-    }
+    identity = {"experiment": get("experiment_name"), "model": get("model.name"), "data": get("data.name"),
+                "pe": get("pe"), "placement": get("placement"), "encoder_pos": "", "decoder_pos": "", "seed": get("seed")}
+    return {**_record(identity, job_dir, error), "resumed_from_update": 0}
 
 
 def write_result(job_dir: Path, record: dict) -> None:
