@@ -14,7 +14,8 @@ from posenc.harness.cell import run_cell
 from posenc.harness.outcome import SWEEP_EXIT
 from posenc.harness.parallel import cell_resources
 from posenc.harness.progress import CellProgress
-from posenc.harness.records import read_result, refused_record, write_result
+from posenc.harness.records import refused_record, write_result
+from posenc.report.records import read_result
 from posenc.harness.spec import ConfigError, check_values
 from posenc.kinds import grid_skip_reason
 from posenc.report.plan import planned_cells

@@ -24,7 +24,8 @@ from posenc.harness.lock import cell_lock
 from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
-from posenc.harness.records import HYPOTHESES_FILE, base_record, config_hash, read_result, write_result
+from posenc.harness.records import base_record, config_hash, write_result
+from posenc.report.records import HYPOTHESES_FILE, read_result
 from posenc.harness.runtime import added_environment, child_environment
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
 from posenc.harness.signals import StopRequested

@@ -7,7 +7,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from posenc.atomic import write_json_atomic
-from posenc.report.records import FIELDS, HYPOTHESES_FILE, RESULT_FILE, read_result  # noqa: F401 (re-exported)
+from posenc.report.records import RESULT_FILE
 
 
 # Keys that never change a cell's outcome: Hydra's own node, how a run is shown or logged (W&B or

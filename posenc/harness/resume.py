@@ -23,7 +23,8 @@ from pathlib import Path
 
 from posenc.atomic import copy_atomic, write_json_atomic
 from posenc.harness.fairseq_logs import resumed_from, training_summary
-from posenc.harness.records import HYPOTHESES_FILE, RESULT_FILE, config_hash
+from posenc.harness.records import config_hash
+from posenc.report.records import HYPOTHESES_FILE, RESULT_FILE
 
 STATE_FILE = "state.json"
 CHECKPOINTS = "checkpoints"
