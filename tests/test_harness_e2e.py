@@ -65,6 +65,7 @@ def test_every_cell_translated_every_test_sentence(smoke_sweep):
         record = json.loads(result.read_text())
         assert record["status"] == "ok", record["error"]
         assert record["test_sentences"] == 37
+        assert record["stopped_by"] == "max_epoch"  # budget=smoke: one short epoch, under its 20 updates
         assert len((result.parent / record["hypotheses"]).read_text().splitlines()) == 37
         assert record["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
         assert (result.parent / "commands.sh").read_text().count("fairseq-") >= 2
@@ -103,6 +104,21 @@ def test_posenc_table_lists_missing_and_failed_cells(smoke_sweep, tmp_path):
     for fmt, marker in (("csv", "placement,"), ("latex", r"\begin{tabular}")):
         out = subprocess.run([str(BIN / "posenc-table"), str(copy), "--format", fmt], capture_output=True, text=True, timeout=60)
         assert marker in out.stdout
+
+
+def test_a_cell_cut_short_by_the_time_cap_says_so(workspace):
+    """budget.max_time_min stops fairseq mid-epoch (its --stop-time-hours): the cell is scored, but
+    its progress, record and table all say that it did not train its planned epochs."""
+    root, cache = workspace
+    sweep = root / "capped"
+    proc = posenc_run("-m", "budget=smoke", "placement=both", "budget.max_update=0", "budget.max_epoch=20",
+                      "budget.max_time_min=0.0001", *SMALL_DATA, f"hydra.sweep.dir={sweep}", cwd=root, cache=cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads(next(sweep.glob("*/result.json")).read_text())
+    assert record["status"] == "ok" and record["stopped_by"] == "time_cap" and record["epochs"] < 20
+    assert "WARNING: training stopped at the time cap (budget.max_time_min=0.0001)" in proc.stderr
+    table = (sweep / "table.md").read_text()
+    assert "1 (1 time-capped)" in table and "TIME-CAPPED" in table
 
 
 def test_posenc_table_on_a_missing_directory_is_one_line(tmp_path):

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from posenc import atomic
 from posenc.harness import resume
 from posenc.harness.failures import exit_reason, non_finite_loss
-from posenc.harness.fairseq_logs import resumed_from, training_summary
+from posenc.harness.fairseq_logs import resumed_from, stopped_by, training_summary
 from posenc.harness.limits import step_limits
 from posenc.harness.outcome import summarize
 from posenc.harness.spec import ConfigError
@@ -196,6 +196,34 @@ def test_a_resumed_log_counts_only_what_the_checkpoints_hold():
     summary = training_summary(log)
     assert (summary["valid_ppl"], summary["num_updates"], summary["epochs"]) == (16.0, 20, 2)
     assert resumed_from(log[:3]) == 0
+
+
+# fairseq's own lines (fairseq_cli/train.py, should_stop_early / validate_and_save)
+TIME_CAP = ("INFO | fairseq_cli.train | Stopping training due to cumulative_training_time: 0.0502 > "
+            "stop_time_hours: 0.05 hour(s)")
+UPDATE_CAP = "INFO | fairseq_cli.train | Stopping training due to num_updates: 20 >= max_update: 20"
+
+
+def test_what_stopped_a_training_is_read_from_its_last_run():
+    assert stopped_by([rec("train", 218, epoch=2), "done training in 9.0 seconds"]) == "max_epoch"
+    assert stopped_by([rec("train", 150, epoch=2), TIME_CAP, "done training in 180.0 seconds"]) == "time_cap"
+    assert stopped_by([rec("train", 20, epoch=1), UPDATE_CAP, "done training"]) == "max_update"
+    # Both caps on the same update: the planned updates were reached, the time cap cut nothing short.
+    assert stopped_by([UPDATE_CAP, TIME_CAP]) == "max_update"
+    # A later run (resumed) starts its own account.
+    resumed = [TIME_CAP, "INFO | fairseq.trainer | Preparing to load checkpoint /c/checkpoint_last.pt", rec("train", 218, epoch=2)]
+    assert stopped_by(resumed) == "max_epoch"
+
+
+def test_a_time_capped_training_is_kept_as_such_when_scored_later(tmp_path):
+    cfg = cfg_of()
+    resume.begin_training(tmp_path, cfg)
+    fake_checkpoint(tmp_path / "checkpoints" / "checkpoint_best.pt")
+    log = [rec("valid", 150, epoch=2, valid_loss="4.0", valid_ppl="16"), rec("train", 150, epoch=2), TIME_CAP,
+           "INFO | fairseq_cli.train | done training in 180.0 seconds"]
+    (tmp_path / "train.log").write_text("\n".join(log) + "\n")
+    plan = resume.plan(tmp_path, cfg)
+    assert plan.action == "score" and plan.training["stopped_by"] == "time_cap"
 
 
 # --- failure reasons -------------------------------------------------------------------------------

@@ -139,6 +139,26 @@ def test_rows_that_cannot_be_tested_say_why(data, tmp_path):
     assert "n/a: no finished seed" in text and "n/a: no baseline row (placement=both)" in text
 
 
+def test_cells_cut_short_by_the_time_cap_are_flagged(data, tmp_path):
+    """A cell whose training stopped at budget.max_time_min is finished but not whole: the table
+    says so in its row and names it below, and the CSV lists its seed."""
+    root, splits, corpus = data
+    sweep = tmp_path / "capped"
+    for seed in (1, 2):
+        write_cell(sweep, f"placement=both,seed={seed}", corpus, splits, hyps_for(splits, 0.1, seed), seed=seed,
+                   stopped_by="time_cap" if seed == 2 else "max_epoch", num_updates=150 if seed == 2 else 218, epochs=2)
+        write_cell(sweep, f"placement=none,seed={seed}", corpus, splits, hyps_for(splits, 0.3, seed), seed=seed,
+                   placement="none", stopped_by="max_epoch")
+    text = report_text([sweep])
+    headers = row(text, "position embeddings")
+    assert dict(zip(headers, row(text, "both (encoder and decoder)")))["seeds ok"] == "2 (1 time-capped)"
+    assert dict(zip(headers, row(text, "neither")))["seeds ok"] == "2"
+    assert "TIME-CAPPED placement=both,seed=2: training stopped at budget.max_time_min after 150 updates, in epoch 2" in text
+    assert "placement=both,seed=1:" not in text and "TIME-CAPPED placement=none" not in text
+    rows = {r["placement"]: r for r in table_rows(sweep)}
+    assert rows["both"]["time_capped"] == "2" and rows["none"]["time_capped"] == ""
+
+
 def test_a_record_without_its_corpus_is_untestable_not_an_error(data, tmp_path):
     root, splits, corpus = data
     sweep = tmp_path / "nocorpus"

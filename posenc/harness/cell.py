@@ -18,7 +18,7 @@ from posenc.corpora import prepare_corpus
 from posenc.harness import resume
 from posenc.harness.commands import commands_script, generate_command, train_command
 from posenc.harness.failures import non_finite_loss
-from posenc.harness.fairseq_logs import hypotheses_by_id, last_saved_update, resumed_from, training_summary
+from posenc.harness.fairseq_logs import hypotheses_by_id, last_saved_update, training_fields
 from posenc.harness.limits import step_limits
 from posenc.harness.lock import cell_lock
 from posenc.harness.precision import check_gpu_settings, check_hardware
@@ -138,12 +138,14 @@ def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resum
         run_step("fairseq-train", argv, log, limit_s, on_line, env=env, append=resuming, stop_if=non_finite_loss)
     finally:
         wall = resume.add_training_time(job_dir, time.monotonic() - started)
-    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-    summary = training_summary(lines)
-    if summary["valid_ppl"] is None or not resume.intact(job_dir / resume.CHECKPOINTS / resume.BEST):
+    training = training_fields(log.read_text(encoding="utf-8", errors="replace").splitlines())
+    if training["valid_ppl"] is None or not resume.intact(job_dir / resume.CHECKPOINTS / resume.BEST):
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
-    training = {"valid_ppl": summary["valid_ppl"], "num_updates": summary["num_updates"], "epochs": summary["epochs"],
-                "best_epoch": summary["best_epoch"], "train_wall_s": wall, "resumed_from_update": resumed_from(lines)}
+    training["train_wall_s"] = wall
+    if training["stopped_by"] == "time_cap":
+        progress.say(f"WARNING: training stopped at the time cap (budget.max_time_min={cfg.budget.max_time_min:g}) "
+                     f"after {training['num_updates']} updates, in epoch {training['epochs']} of "
+                     f"{cfg.budget.max_epoch}: this cell's scores depend on the machine's speed")
     resume.finish_training(job_dir, cfg, training)
     return training
 

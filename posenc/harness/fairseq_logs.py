@@ -85,6 +85,34 @@ def training_records(log_lines):
     return records
 
 
+# What ended a training run. fairseq logs a line for its update and time caps; it logs none when
+# it simply runs out of epochs.
+STOPPED_BY = ("max_epoch", "max_update", "time_cap")
+_STOP_LINES = {"Stopping training due to num_updates": "max_update",
+               "Stopping training due to cumulative_training_time": "time_cap"}
+NEW_RUN = "Preparing to load checkpoint"
+
+
+def stopped_by(log_lines) -> str:
+    """What ended the last run in a finished train log: ``time_cap`` (``budget.max_time_min``,
+    fairseq's ``--stop-time-hours``) when that cut training short, ``max_update`` when the update
+    cap was reached (even if time ran out on the same update), else ``max_epoch``."""
+    reasons = set()
+    for line in log_lines:
+        if NEW_RUN in line:
+            reasons = set()
+        reasons.update(reason for text, reason in _STOP_LINES.items() if text in line)
+    return "max_update" if "max_update" in reasons else "time_cap" if "time_cap" in reasons else "max_epoch"
+
+
+def training_fields(log_lines) -> dict:
+    """The training's fields of a cell's record, read from its finished train log."""
+    summary = training_summary(log_lines)
+    return {"valid_ppl": summary["valid_ppl"], "num_updates": summary["num_updates"], "epochs": summary["epochs"],
+            "best_epoch": summary["best_epoch"], "stopped_by": stopped_by(log_lines),
+            "resumed_from_update": resumed_from(log_lines)}
+
+
 def training_summary(log_lines) -> dict:
     """Best validation record (lowest loss: fairseq's checkpoint_best) and the final update count."""
     best, num_updates, epochs = None, 0, 0

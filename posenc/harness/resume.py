@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from posenc.atomic import copy_atomic, write_json_atomic
-from posenc.harness.fairseq_logs import resumed_from, training_summary
+from posenc.harness.fairseq_logs import NEW_RUN, training_fields
 from posenc.harness.records import config_hash
 from posenc.report.records import HYPOTHESES_FILE, RESULT_FILE
 
@@ -115,15 +115,12 @@ def finished_in_log(job_dir: Path):
     if not log.exists():
         return None
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-    runs = [i for i, line in enumerate(lines) if "Preparing to load checkpoint" in line]
+    runs = [i for i, line in enumerate(lines) if NEW_RUN in line]
     last_run = lines[runs[-1]:] if runs else lines
     if not any("done training in" in line for line in last_run):
         return None
-    summary = training_summary(lines)
-    if summary["valid_ppl"] is None:
-        return None
-    return {"valid_ppl": summary["valid_ppl"], "num_updates": summary["num_updates"], "epochs": summary["epochs"],
-            "best_epoch": summary["best_epoch"], "resumed_from_update": resumed_from(lines)}
+    training = training_fields(lines)
+    return training if training["valid_ppl"] is not None else None
 
 
 def _resumable(saved: Path):

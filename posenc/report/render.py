@@ -43,6 +43,11 @@ def ci_cell(values: dict) -> str:
     return f"[{values['bleu_ci_low']:.2f}, {values['bleu_ci_high']:.2f}]{mark}"
 
 
+def seeds_ok_cell(values: dict) -> str:
+    capped = len(values.get("time_capped") or [])
+    return f"{values['seeds_ok']} ({capped} time-capped)" if capped else str(values["seeds_ok"])
+
+
 def identity_cells(row) -> list:
     return [PLACEMENT_LABEL.get(v, v) if k == "placement" else v for k, v in row.identity.items()]
 
@@ -61,7 +66,7 @@ def scores_table(report):
         body.append(identity_cells(row) + [
             v["paper_ppl"] or "-", v["paper_bleu"] or "-", mean_sd(v["valid_ppl"], v["valid_ppl_sd"]),
             mean_sd(v["bleu"], v["bleu_sd"]), ci_cell(v), number(v["delta_bleu"], signed=True), p_cell(v),
-            mean_sd(v["tok_bleu"], v["tok_bleu_sd"]), str(v["seeds_ok"]), str(len(v["not_ok"]))])
+            mean_sd(v["tok_bleu"], v["tok_bleu_sd"]), seeds_ok_cell(v), str(len(v["not_ok"]))])
     return headers, body
 
 
@@ -128,6 +133,11 @@ def status_notes(report) -> list:
         rec = cell.record
         if rec.get("status") != "ok":
             lines.append(f"{str(rec.get('status')).upper()} {cell.name}: {rec.get('error') or 'no error recorded'}")
+        elif rec.get("stopped_by") == "time_cap":
+            lines.append(f"TIME-CAPPED {cell.name}: training stopped at budget.max_time_min after "
+                         f"{rec.get('num_updates')} updates, in epoch {rec.get('epochs')}, before its planned "
+                         "epochs; its scores depend on the machine's speed (a rerun with "
+                         "budget.max_time_min=0 trains it in full)")
     lines += [f"MISSING {name}: planned, never reported" for name in sweep.missing]
     lines += [f"UNREADABLE {name}" for name in sweep.unreadable]
     lines += [f"SKIPPED {name}: {why}" for name, why in sweep.skipped]

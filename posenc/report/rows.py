@@ -166,6 +166,9 @@ def _scores(row: Row, has_long: bool) -> None:
     v["seeds_ok"] = len(v["seeds"])
     v["not_ok"] = [f"seed {c.record.get('seed')} {c.record.get('status')}" for c in row.cells
                    if c.record.get("status") != "ok"]
+    # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
+    # says how far this machine got in that time, not what the configuration reaches.
+    v["time_capped"] = [c.record.get("seed") for c in row.ok_cells() if c.record.get("stopped_by") == "time_cap"]
 
 
 def _significance(rows, split, base_key, base_value, settings):
