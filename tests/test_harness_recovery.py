@@ -301,6 +301,13 @@ def test_all_ok_is_status_zero(tmp_path):
     assert summarize(tmp_path) == ("4 cells: 4 ok", 0)
 
 
+def test_summary_line_names_cells_stopped_at_the_time_cap(tmp_path):
+    """Finished, so the sweep succeeds; but the line says which cells did not train in full."""
+    write_sweep(tmp_path, {f"lr={lr},placement={p},seed=1": {"status": "ok", "stopped_by": "time_cap" if lr == "10.0" and p == "none" else "max_epoch"}
+                           for lr in ("0.002", "10.0") for p in ("both", "none")})
+    assert summarize(tmp_path) == ("4 cells: 4 ok (1 stopped at the time cap: lr=10.0,placement=none)", 0)
+
+
 # --- one run at a time per cell --------------------------------------------------------------------
 
 HOLD_LOCK = """

@@ -87,7 +87,6 @@ def training_records(log_lines):
 
 # What ended a training run. fairseq logs a line for its update and time caps; it logs none when
 # it simply runs out of epochs.
-STOPPED_BY = ("max_epoch", "max_update", "time_cap")
 _STOP_LINES = {"Stopping training due to num_updates": "max_update",
                "Stopping training due to cumulative_training_time": "time_cap"}
 NEW_RUN = "Preparing to load checkpoint"

@@ -36,7 +36,7 @@ def summarize(sweep_dir: Path, interrupted_by: int = 0):
         cells = [(c.dirname, c.values, c.skip_reason) for c in plan]
     keys = {k for _, values, _ in cells for k in values}
     varying = {k for k in keys if len({str(values.get(k)) for _, values, _ in cells}) > 1}
-    ok, skipped, failed, interrupted, missing = 0, 0, [], [], []
+    ok, skipped, failed, interrupted, missing, capped = 0, 0, [], [], [], []
     for dirname, values, skip in cells:
         label = _label(values, varying)
         if skip:
@@ -48,12 +48,14 @@ def summarize(sweep_dir: Path, interrupted_by: int = 0):
             missing.append(f"{label} (result.json unreadable)" if path.exists() else label)
         elif record.get("status") == "ok":
             ok += 1
+            if record.get("stopped_by") == "time_cap":
+                capped.append(label)
         elif record.get("status") == "interrupted":
             interrupted.append(label)
         else:
             failed.append(f"{label} ({_short(record.get('error', ''))})")
     total = len(cells) - skipped
-    parts = [f"{ok} ok"]
+    parts = [f"{ok} ok" + (f" ({len(capped)} stopped at the time cap: {'; '.join(capped)})" if capped else "")]
     for word, items in (("failed", failed), ("interrupted", interrupted), ("not run", missing)):
         if items:
             parts.append(f"{len(items)} {word}: " + "; ".join(items))
