@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,8 @@ pytestmark = pytest.mark.slow
 
 def posenc_run(*args, cwd, cache):
     env = {"POSENC_CACHE": str(cache), "PATH": str(BIN) + ":/usr/bin:/bin"}
+    if os.environ.get("PYTHONPATH"):  # a worktree's code, when the tests run against one
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
