@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from sacrebleu.metrics import BLEU
 
+from posenc.report.render import p_cell
 from posenc.report.rows import Settings
 from posenc.report.table import report_text, table_rows, write_sweep_tables
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets, write_cell, write_plan, write_testset
@@ -116,6 +118,18 @@ def test_two_seeds_are_tested_as_one_concatenated_output(data, tmp_path):
     expected = cli_p_value(tmp_path, refs, lines["both"], lines["none"], "--paired-ar", 500)
     assert rows["none"]["paired_seeds"] == 2 and rows["none"]["p_value"] == pytest.approx(expected)
     assert 1 / 501 < expected < 1
+    # The difference the test is about: sacreBLEU's BLEU of the concatenated outputs, beside Δ (mean over seeds).
+    tested = BLEU().corpus_score(lines["none"], [refs]).score - BLEU().corpus_score(lines["both"], [refs]).score
+    assert rows["none"]["delta_bleu_tested"] == pytest.approx(tested, abs=1e-9)
+    assert rows["none"]["delta_bleu"] == pytest.approx(rows["none"]["bleu"] - rows["both"]["bleu"], abs=0.006)
+
+
+def test_p_is_marked_where_the_tested_difference_and_delta_disagree_in_sign():
+    assert p_cell({"p_value": 0.01, "delta_bleu": 0.2, "delta_bleu_tested": -0.1}) == "0.0100*‡"
+    assert p_cell({"p_value": 0.30, "delta_bleu": -0.2, "delta_bleu_tested": -0.1}) == "0.3000"
+    assert p_cell({"p_value_test_long": 0.2, "delta_bleu_test_long": -1.0, "delta_bleu_tested_test_long": 0.5},
+                  "_test_long") == "0.2000‡"
+    assert p_cell({"p_value": 1.0, "delta_bleu": 0.0, "delta_bleu_tested": 0.0}) == "1.0000"
 
 
 def test_rows_that_cannot_be_tested_say_why(data, tmp_path):

@@ -33,7 +33,15 @@ def p_cell(values: dict, suffix: str = "") -> str:
     if p is None:
         note = values.get(f"p_note{suffix}", "")
         return note if note == "baseline" else f"n/a: {note}"
-    return f"{p:.4f}*" if p < ALPHA else f"{p:.4f}"
+    text = f"{p:.4f}*" if p < ALPHA else f"{p:.4f}"
+    return text + ("‡" if opposite_signs(values, suffix) else "")
+
+
+def opposite_signs(values: dict, suffix: str = "") -> bool:
+    """Whether the difference the test is about (of the concatenated outputs) and Δ (the mean of
+    the seeds' differences) point in opposite directions: p then says nothing about Δ's sign."""
+    mean, tested = values.get(f"delta_bleu{suffix}"), values.get(f"delta_bleu_tested{suffix}")
+    return mean is not None and tested is not None and mean * tested < 0
 
 
 def ci_cell(values: dict) -> str:
@@ -105,7 +113,9 @@ def scores_notes(report) -> list:
         f"baseline's same seed); outputs identical to the baseline's get p = 1; * p < {ALPHA}. "
         "p measures how sure the difference is over test sentences for these trained models; it does "
         "not include the spread over seeds: a difference with p < 0.05 that lies inside the seeds' "
-        "95% CI is not shown to hold for another seed"
+        "95% CI is not shown to hold for another seed. The tested difference is that of the concatenated "
+        "outputs' BLEU (CSV column delta_bleu_tested), which can differ from Δ, the mean of the seeds' "
+        "differences; ‡ marks a row where the two have opposite signs"
         + (f"; signature {report.test_signature}." if report.test_signature else "."),
         f"Paper PPL / BLEU: {WHERE}. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
     ]
@@ -153,7 +163,7 @@ def markdown(headers, body) -> str:
 
 LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                 "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$", "√": r"$\surd$", "·": r"$\cdot$"}
+                 "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "√": r"$\surd$", "·": r"$\cdot$"}
 
 
 def latex_escape(text: str) -> str:

@@ -181,7 +181,7 @@ def _significance(rows, split, base_key, base_value, settings):
     batches = {}
     for row in rows:
         v = row.values
-        v[f"delta_bleu{suffix}"] = v[f"p_value{suffix}"] = None
+        v[f"delta_bleu{suffix}"] = v[f"p_value{suffix}"] = v[f"delta_bleu_tested{suffix}"] = None
         v[f"paired_seeds{suffix}"] = 0
         rest = tuple((k, val) for k, val in row.identity.items() if k != base_key)
         base = by_group[rest].get(base_value)
@@ -207,9 +207,11 @@ def _significance(rows, split, base_key, base_value, settings):
             return [h for o in outs for h in o.hypotheses], [st for o in outs for st in o.stats]
         systems = {str(i): joined(row) for i, row in enumerate(members)}
         options = base.outputs[split][paired[0]].options
-        _, results, signature = paired_test(joined(base), systems, options, settings.test, settings.samples)
+        base_bleu, results, signature = paired_test(joined(base), systems, options, settings.test, settings.samples)
         for i, row in enumerate(members):
             row.values[f"p_value{suffix}"] = results[str(i)].p_value
+            # What the test is about: BLEU of the concatenated outputs, not the mean over seeds (Δ).
+            row.values[f"delta_bleu_tested{suffix}"] = results[str(i)].score - base_bleu
             row.values[f"paired_seeds{suffix}"] = len(paired)
     return signature
 
