@@ -14,7 +14,7 @@ from fairseq.models.transformer import TransformerModel
 
 from posenc.encodings import AlibiBias, SinusoidalPositionalEmbedding, T5RelativeBias, transformer_learned_positions
 from posenc.encodings.attention_bias import is_causal, t5_init_std
-from posenc.kinds import FAMILY_KINDS, SELF_ATTENTION_KINDS
+from posenc.kinds import ATTENTION_BIAS_KINDS, FAMILY_KINDS, SELF_ATTENTION_KINDS
 from posenc.fairseq_plugin.bias_attention import BiasedMultiheadAttention
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
@@ -94,7 +94,7 @@ class PosencTransformerModel(TransformerModel):
                 side)
             if kind == "rope":
                 build_without_touching_rng(lambda: rotate_self_attention(module.layers, args.rope_base), side)
-            elif kind in ("alibi", "t5"):
+            elif kind in ATTENTION_BIAS_KINDS:
                 build_without_touching_rng(lambda: bias_self_attention(module, kind, side, heads, dim), side)
         return model
 
