@@ -17,6 +17,9 @@ plugin's own function (``model_sinusoid_table``) from the settings the plugin re
 defaults (``posenc.encodings.defaults``): the same rows, the same row offset (the first token gets
 the angle of position ``padding_idx + 1``) and the same float32 arithmetic.
 
+Sides with a relative attention bias (t5, alibi) have no table; :mod:`posenc.analysis.bias`
+rebuilds their bias. A rope side has neither and is listed with a note.
+
 Only the file the user names is unpickled (``weights_only=False`` is needed for the Namespace /
 omegaconf objects fairseq stores).
 """
