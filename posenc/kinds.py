@@ -18,8 +18,12 @@ FAMILY_KINDS = {
     "transformer": ("learned", "sinusoidal", "rope", "alibi", "t5", "none"),
 }
 
+# Kinds that add a bias, a function of the relative distance key - query, to a side's
+# self-attention logits.
+ATTENTION_BIAS_KINDS = ("alibi", "t5")
+
 # Kinds that act inside a side's self-attention and add nothing to the token embeddings.
-SELF_ATTENTION_KINDS = ("rope", "alibi", "t5")
+SELF_ATTENTION_KINDS = ("rope",) + ATTENTION_BIAS_KINDS
 
 # What ``pe=`` may name: a kind that ``placement`` puts somewhere (``none`` is a placement).
 PE_KINDS = tuple(k for k in KINDS if k != "none")

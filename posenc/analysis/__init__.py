@@ -1,7 +1,8 @@
 """Position-encoding analysis (``posenc-pe``): the seed's exercises 3.1 to 3.3 on the sinusoid
 (and what its base changes), the proximity properties of Wang et al. (ICLR 2021) of the dot
 product and of the first layer's attention logits, the probes of Wang & Chen (EMNLP 2020), and
-the same measurements on the position tables inside a fairseq checkpoint or every cell of a sweep.
+the same measurements on the position tables inside a fairseq checkpoint or every cell of a sweep,
+and the relative attention biases (t5, alibi) per head against the distance key - query.
 
 It reads tables, checkpoints and result records; it never imports fairseq or the harness.
 

@@ -17,6 +17,9 @@ plugin's own function (``model_sinusoid_table``) from the settings the plugin re
 defaults (``posenc.encodings.defaults``): the same rows, the same row offset (the first token gets
 the angle of position ``padding_idx + 1``) and the same float32 arithmetic.
 
+Sides with a relative attention bias (t5, alibi) have no table; :mod:`posenc.analysis.bias`
+rebuilds their bias. A rope side has neither and is listed with a note.
+
 Only the file the user names is unpickled (``weights_only=False`` is needed for the Namespace /
 omegaconf objects fairseq stores).
 """
@@ -28,14 +31,16 @@ from dataclasses import dataclass, field
 
 import torch
 
-from posenc.encodings.defaults import SINUSOID_BASE, SINUSOID_VARIANT, default_sinusoidal_scale
+from posenc.encodings.defaults import ROPE_BASE, SINUSOID_BASE, SINUSOID_VARIANT, default_sinusoidal_scale
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, model_sinusoid_table
+from posenc.kinds import ATTENTION_BIAS_KINDS
 
 SIDES = ("encoder", "decoder")
 POSITION_KEY = "{side}.embed_positions.weight"
 TOKEN_KEY = "{side}.embed_tokens.weight"
 SINUSOID_MARKERS = ("{side}.embed_positions._float_tensor", "{side}.embed_positions.weights")
 SELF_ATTENTION_KEY = "{side}.layers.0.self_attn.{proj}.weight"
+RELATIVE_BIAS_KEY = "{side}.relative_attention_bias.weight"  # T5's (num_buckets, H), shared by a side's layers
 DEFAULT_MAX_POSITIONS = 1024  # fairseq's default --max-source/target-positions
 
 
@@ -46,7 +51,7 @@ class CheckpointError(ValueError):
 @dataclass
 class PositionTable:
     side: str
-    kind: str  # learned | sinusoidal | rope | none | unknown
+    kind: str  # learned | sinusoidal | rope | alibi | t5 | none | unknown
     table: torch.Tensor = None  # (N, D), row p = position p (first token = 0); None if no table
     source: str = ""  # where it came from
     first_row: int = 0  # row of the state-dict weight that holds position 0
@@ -136,6 +141,8 @@ def _configured_kind(side: str, args: dict, family: str, state: dict) -> str:
         return str(explicit)
     if any(_find_key(state, m, side) for m in SINUSOID_MARKERS):
         return "sinusoidal"
+    if _find_key(state, RELATIVE_BIAS_KEY, side):
+        return "t5"
     if family == "transformer":
         if args.get("no_token_positional_embeddings"):
             return "none"
@@ -318,13 +325,39 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
             out[side] = PositionTable(side, kind, table, f"closed form ({settings['variant']} variant; no weights in the "
                                       "checkpoint)", pad + 1, pad, 0, notes, settings=settings)
         else:
-            out[side] = PositionTable(side, kind, notes=[f"no {POSITION_KEY.format(side=side)} in the state dict"])
+            out[side] = PositionTable(side, kind, notes=[_tableless_note(kind, side, args)])
     if require_table and all(t.table is None for t in out.values()):
-        looked = ", ".join(POSITION_KEY.format(side=s) for s in SIDES)
-        kinds = ", ".join(f"{s}: {t.kind}" for s, t in out.items())
-        raise CheckpointError(f"no position table in the checkpoint: looked for {looked} "
-                              f"(and a sinusoidal setting in its cfg/args; found {kinds})")
+        raise nothing_to_analyse(out)
     return out
+
+
+def _tableless_note(kind: str, side: str, args: dict) -> str:
+    """Why a side has no table, in the reader's terms."""
+    if kind == "rope":
+        base = args.get("rope_base")
+        return (f"rope rotates queries and keys inside self-attention (base {float(base or ROPE_BASE):g}"
+                f"{'' if base else ', the default'}): no position table or bias to analyse")
+    if kind in ATTENTION_BIAS_KINDS:
+        return f"{kind}: a relative bias on the self-attention logits, no position table (its bias is under relative_bias)"
+    return f"no {POSITION_KEY.format(side=side)} in the state dict"
+
+
+def nothing_to_analyse(tables: dict, why=None) -> CheckpointError:
+    """The one-line error of a checkpoint with neither a position table nor a relative attention
+    bias on any side; ``why``: ``{side: reason}`` for sides whose bias could not be rebuilt."""
+    looked = ", ".join(POSITION_KEY.format(side=s) for s in SIDES)
+    kinds = ", ".join(f"{s}: {t.kind}" + (f" ({why[s]})" if why and why.get(s) else "") for s, t in tables.items())
+    message = (f"no position table or relative attention bias in the checkpoint: looked for {looked} "
+               f"(and a sinusoidal, alibi or t5 setting in its cfg/args; found {kinds})")
+    if any(t.kind == "rope" for t in tables.values()):
+        message += "; rope rotates queries and keys and leaves nothing to analyse"
+    return CheckpointError(message)
+
+
+def attention_heads(args: dict, side: str):
+    """The number of self-attention heads the checkpoint records for a side, or None."""
+    heads = args.get(f"{side}_attention_heads") or _get(args.get(side), "attention_heads")
+    return int(heads) if heads else None
 
 
 def first_layer_attention(ckpt: dict, side: str):
@@ -336,12 +369,11 @@ def first_layer_attention(ckpt: dict, side: str):
     k_key = _find_key(state, SELF_ATTENTION_KEY.replace("{proj}", "k_proj"), side)
     if q_key is None or k_key is None:
         return None, None, None, None, "no self-attention (layers.0.self_attn) in the state dict"
-    heads = args.get(f"{side}_attention_heads") or _get(args.get(side), "attention_heads")
+    heads = attention_heads(args, side)
     if not heads:
         return None, None, None, None, f"{side}_attention_heads not recorded in the checkpoint"
     w_q = state[q_key].detach().to(torch.float64)
     w_k = state[k_key].detach().to(torch.float64)
-    heads = int(heads)
     if w_q.size(0) % heads:
         return None, None, None, None, f"{q_key} has {w_q.size(0)} rows, not a multiple of {heads} heads"
     note = "position rows as they enter layer 0"
@@ -370,6 +402,9 @@ def token_embedding(ckpt: dict, side: str):
 
 __all__ = [
     "CheckpointError",
+    "RELATIVE_BIAS_KEY",
+    "attention_heads",
+    "nothing_to_analyse",
     "PositionTable",
     "extract_tables",
     "first_layer_attention",

@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-probes", action="store_true", help="skip the probes (the slowest part)")
     s.add_argument("--folds", type=int, default=5, help="probe folds over held-out positions (default 5)")
     s.add_argument("--seed", type=int, default=0)
-    c = sub.add_parser("checkpoint", help="analyse the position tables inside a fairseq checkpoint")
+    c = sub.add_parser("checkpoint", help="analyse the position tables (learned, sinusoidal) and relative attention "
+                       "biases (t5, alibi) inside a fairseq checkpoint")
     c.add_argument("checkpoint", help="a fairseq checkpoint (.pt); only this file is unpickled")
     c.add_argument("--out", required=True, help="output directory")
     c.add_argument("--max-len", type=int, default=None, help="analyse only the first N positions")

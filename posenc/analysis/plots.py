@@ -288,3 +288,34 @@ def cosine_grid(tables: dict, path, title):
 
 
 __all__ += ["bases_figure", "cosine_grid", "sweep_scatter"]
+
+
+def bias_profiles(series: dict, path, title):
+    """One panel per ``label -> (distances (K,), bias (H, K), head labels)``: the bias each head
+    adds to an attention logit against the distance key - query, one line per head."""
+    labels = list(series)
+    fig, axes = _new(5.5 * len(labels), 4.2, ncols=len(labels))
+    for ax, label in zip(axes[0], labels):
+        distances, bias, heads = series[label]
+        d = np.asarray(distances)
+        b = np.asarray(bias, dtype=np.float64)
+        for h in range(b.shape[0]):
+            ax.plot(d, b[h], lw=1, marker=".", ms=2.5, label=heads[h])
+        ax.axvline(0, color="grey", lw=0.6, ls=":")
+        far = int(np.abs(d).max())
+        if far > 32:  # T5's exact buckets sit near 0, its log-spaced ones far out
+            ax.set_xscale("symlog", linthresh=8)
+            ticks = [t for t in (1, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if t < far] + [far]
+            ticks = sorted({0, *(-t for t in ticks), *(t for t in ticks if d.max() > 0)})
+            ax.set_xticks(ticks)
+            ax.set_xticklabels([str(t) for t in ticks], fontsize=7)
+        ax.set_xlim(d.min() * 1.05 - 0.5, d.max() * 1.05 + 0.5)
+        ax.set_xlabel("distance key - query (negative: key before the query)")
+        ax.set_ylabel("bias added to the logit")
+        ax.set_title(label, fontsize=9)
+        ax.legend(fontsize=6, ncol=2 if b.shape[0] > 8 else 1)
+    fig.suptitle(title, fontsize=10)
+    return _save(fig, path)
+
+
+__all__ += ["bias_profiles"]

@@ -198,15 +198,85 @@ def checkpoint_figures(report: dict, extras: dict, out_dir: str) -> list:
                                  for s, e in extras.items()}, os.path.join(out_dir, "scale.png"), "position vector norms"))
         figs.append(plots.proximity({s: e["gram"] for s, e in extras.items()}, os.path.join(out_dir, "proximity.png"),
                                     "dot-product proximity"))
+    biases = {side: t["relative_bias"] for side, t in report["tables"].items() if "relative_bias" in t}
+    if biases:
+        series = {}
+        for side, b in biases.items():
+            heads = [f"head {h['head']}" + (f", slope {h['slope']:.3g}" if "slope" in h else "") for h in b["per_head"]]
+            series[f"{side}: {b['kind']}{' (fixed)' if not b['learned'] else ''}, "
+                    f"{'causal' if b['causal'] else 'bidirectional'}"] = (b["distances"], b["bias"], heads)
+        figs.append(plots.bias_profiles(series, os.path.join(out_dir, "relative_bias.png"),
+                                        "relative attention bias per head against the distance key - query"))
     return [os.path.basename(f) for f in figs]
+
+
+def _bias_markdown(side: str, b: dict) -> list:
+    """A side's relative bias: what it is, then one row per head."""
+    kind = b["kind"]
+    if b["learned"]:
+        w = b.get("weight", {})
+        what = (f"learned T5 bias `{b['source']}` ({b['settings']['num_buckets']} buckets x {b['heads']} heads, "
+                f"max_distance {b['settings']['max_distance']}); weight std {_fmt(w.get('std'))} against its "
+                f"initial std {_fmt(w.get('init_std'))} (ratio {_fmt(w.get('std_over_init'))})")
+    else:
+        what = (f"ALiBi, fixed: no learned parameters, bias = -slope_h * |distance|, slopes "
+                + ", ".join(_fmt(x) for x in b["slopes"]))
+    far = b["far"]
+    lines = [f"### {side}: {kind}", "",
+             f"{what}. {'Causal' if b['causal'] else 'Bidirectional'}: distances d = key - query over "
+             f"{b['distance_range']}. Heads: " + ", ".join(f"{n} {k}" for k, n in b["locality_counts"].items() if n) + ".",
+             ""]
+    cols = ["head"] + (["slope"] if not b["learned"] else []) + ["b(0)", "b(-1)"]
+    cols += [] if b["causal"] else ["b(+1)"]
+    cols += [f"b(-{far})"] + ([] if b["causal"] else [f"b(+{far})"]) + ["peak at", "falls with |d|", "locality"]
+    lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for h in b["per_head"]:
+        falls = " / ".join(f"{name}: {'yes' if h[key] else 'no'}" for name, key in (("back", "falls_back"),
+                           ("forward", "falls_forward")) if h[key] is not None)
+        cells = [str(h["head"])] + ([_fmt(h["slope"])] if not b["learned"] else []) + [_fmt(h["at_0"]), _fmt(h["at_minus_1"])]
+        cells += [] if b["causal"] else [_fmt(h["at_plus_1"])]
+        cells += [_fmt(h["at_far_back"])] + ([] if b["causal"] else [_fmt(h["at_far_forward"])])
+        cells += [str(h["peak_distance"]), falls, h["locality"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    if b.get("notes"):
+        lines += ["", "Notes: " + "; ".join(b["notes"]) + "."]
+    return lines
+
+
+_BIAS_DEFINITIONS = """Relative attention biases: b_h(d) is what head h adds to a self-attention logit for a key at
+distance d = key - query, the same in every layer of the side, computed with the plugin's own
+modules from the checkpoint. *Peak at*: the distance with the largest bias. *Falls with |d|*: the
+bias never rises from d = 0 to the far end, backward (keys before the query) and forward;
+*local* heads fall in every direction, *anti-local* ones never fall, *mixed* ones do both."""
 
 
 def checkpoint_markdown(report: dict) -> str:
     T = report["tables"]
     names = list(T)
-    lines = [f"# Position tables of `{os.path.basename(report['checkpoint'])}`", "",
-             f"Architecture `{report['arch'] or 'unknown'}` (family {report['family']}). {report['positions']}.", "",
-             "| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    has_table = any("positions" in t for t in T.values())
+    biases = {side: t["relative_bias"] for side, t in T.items() if "relative_bias" in t}
+    lines = [f"# Positions in `{os.path.basename(report['checkpoint'])}`", "",
+             f"Architecture `{report['arch'] or 'unknown'}` (family {report['family']}); "
+             + ", ".join(f"{side}: {t['kind']}" for side, t in T.items()) + "."
+             + (f" {report['positions']}." if has_table else ""), ""]
+    if biases:
+        for side, b in biases.items():
+            lines += _bias_markdown(side, b) + [""]
+        lines += [_BIAS_DEFINITIONS, ""]
+    if has_table:
+        lines += ["## Position tables", ""]
+        lines += _table_markdown(report, names)
+    else:
+        notes = [f"- {s}: {n}" for s, r in T.items() for n in r.get("notes", [])]
+        if notes:
+            lines += ["Notes:"] + notes
+    lines += ["", _figure_list(report.get("figures", []))]
+    return "\n".join(lines) + "\n"
+
+
+def _table_markdown(report: dict, names: list) -> list:
+    T = report["tables"]
+    lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
 
     def row(label, get):
         vals = []
@@ -243,8 +313,7 @@ def checkpoint_markdown(report: dict) -> str:
               "", _DEFINITIONS]
     if any("attention_logit_properties" in t for t in T.values()):
         lines += ["", _ATTENTION_DEFINITIONS]
-    lines += ["", _figure_list(report.get("figures", []))]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def write_markdown(text: str, out_dir: str) -> str:

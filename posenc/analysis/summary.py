@@ -99,6 +99,12 @@ def _side_cell(prefix):
             (f"{prefix}: abs. MAE (chance)", probe), (f"{prefix}: order error", num("relative_order_error"))]
 
 
+BIAS_NOTE = (" A side with a relative attention bias (t5, alibi) has no table: its column *relative bias* gives its "
+             "heads by locality (local: the bias never rises with |distance key - query|) and b(0) and b(-N), the "
+             "bias at distance 0 and N back, over the heads (ALiBi: its fixed slopes); the per-head numbers are in "
+             "each cell's report under `relative_bias`.")
+
+
 def write_sweep(report: dict, rows: list, extras: dict, columns: list, out_dir: str) -> list:
     write_text_atomic(os.path.join(out_dir, "sweep.csv"), _csv(rows, columns))
     references = {}
@@ -124,12 +130,15 @@ def write_sweep(report: dict, rows: list, extras: dict, columns: list, out_dir: 
     md_cols += _side_cell("enc") + _side_cell("dec")
     if attn:
         md_cols += [(f"{p}: attn symmetry", (lambda r, p=p: _fmt(r.get(f"{p}_attn_symmetry"), 3))) for p in ("enc", "dec")]
+    bias = any(r.get(f"{p}_bias_summary") for r in rows for p in ("enc", "dec"))
+    if bias:
+        md_cols += [(f"{p}: relative bias", (lambda r, p=p: r.get(f"{p}_bias_summary") or "-")) for p in ("enc", "dec")]
     measured = sum(bool(r["measured"]) for r in rows)
     lines = [f"# Position tables of the sweep `{report['sweep']}`", "",
              f"{len(rows)} cells, {measured} measured from their `checkpoints/checkpoint_best.pt`. A learned table is "
              "measured over the positions training reached (nonzero optimizer state) unless `--max-len` is given; "
              "the properties are of the dot product <PE_x, PE_y> (TI: translation invariance; mono16: monotonicity "
-             "over offsets <= 16); probes over held-out positions.", ""]
+             "over offsets <= 16); probes over held-out positions." + (BIAS_NOTE if bias else ""), ""]
     lines += _md_table(rows, md_cols)
     refs = report.get("init_reference", [])
     if refs:

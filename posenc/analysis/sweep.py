@@ -32,6 +32,13 @@ SIDE_COLUMNS = (
     ("attn_translation_invariance", lambda s: s["attention_logit_properties"]["mean_over_heads"]["translation_invariance"]),
     ("attn_monotonicity_local16", lambda s: s["attention_logit_properties"]["mean_over_heads"]["monotonicity_local16"]),
     ("attn_symmetry", lambda s: s["attention_logit_properties"]["mean_over_heads"]["symmetry"]),
+    # a relative attention bias (t5, alibi) instead of a table
+    ("bias_heads", lambda s: s["relative_bias"]["heads"]),
+    ("bias_local_heads", lambda s: s["relative_bias"]["locality_counts"]["local"]),
+    ("bias_at_0_mean", lambda s: _mean(h["at_0"] for h in s["relative_bias"]["per_head"])),
+    ("bias_at_far_back_mean", lambda s: _mean(h["at_far_back"] for h in s["relative_bias"]["per_head"])),
+    ("bias_far", lambda s: s["relative_bias"]["far"]),
+    ("bias_summary", lambda s: _short_summary(s["relative_bias"])),
 )
 CELL_COLUMNS = ("cell", "placement", "pe", "seed", "status", "bleu", "valid_ppl", "measured", "note")
 
@@ -117,6 +124,8 @@ def measure_cell(cell: SweepCell, *, max_len=None, run_probes=True, folds=5, see
         entry = (report or {}).get("tables", {}).get(side, {})
         for suffix, read in SIDE_COLUMNS:
             row[f"{SIDE_PREFIX[side]}_{suffix}"] = _safe(read, entry)
+        if entry.get("kind") not in (None, "none") and "positions" not in entry and "relative_bias" not in entry:
+            notes += [f"{side}: {n}" for n in entry.get("notes", [])]  # why nothing was measured
     row["note"] = "; ".join(notes)
     return row, report, extras
 
@@ -153,6 +162,17 @@ def init_references(rows, reports, *, run_probes=True, folds=5, seed=0, draws=5)
         refs.append({"side": side, "positions": n, "dim": d, "std": std, "draws": draws, "cells": len(cells),
                      "values": mean})
     return refs
+
+
+def _short_summary(bias: dict) -> str:
+    from posenc.analysis.bias_summary import short_summary  # torch-free until a cell is measured
+
+    return short_summary(bias)
+
+
+def _mean(values):
+    values = list(values)
+    return sum(values) / len(values)
 
 
 def _safe(read, entry):

@@ -26,6 +26,19 @@ T5_NUM_BUCKETS = 32
 T5_MAX_DISTANCE = 128
 
 
+def is_causal(side: str) -> bool:
+    """Whether a side's self-attention bias is causal: the decoder's is, the encoder's is
+    bidirectional (it sees keys on both sides of the query)."""
+    if side not in ("encoder", "decoder"):
+        raise ValueError(f"side must be encoder or decoder, got {side!r}")
+    return side == "decoder"
+
+
+def t5_init_std(embed_dim: int) -> float:
+    """The std of T5's initial bias table (HF T5: normal, std d_model^-0.5)."""
+    return embed_dim ** -0.5
+
+
 class _LengthCache:
     """A small LRU map from a hashable key to a tensor (lengths vary from batch to batch)."""
 

@@ -13,7 +13,8 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_
 from fairseq.models.transformer import TransformerModel
 
 from posenc.encodings import AlibiBias, SinusoidalPositionalEmbedding, T5RelativeBias, transformer_learned_positions
-from posenc.kinds import FAMILY_KINDS, SELF_ATTENTION_KINDS
+from posenc.encodings.attention_bias import is_causal, t5_init_std
+from posenc.kinds import ATTENTION_BIAS_KINDS, FAMILY_KINDS, SELF_ATTENTION_KINDS
 from posenc.fairseq_plugin.bias_attention import BiasedMultiheadAttention
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
@@ -54,11 +55,10 @@ def rotate_self_attention(layers, rope_base):
 
 def attention_bias(kind, side, num_heads, embed_dim):
     """The side's shared bias module: bidirectional in the encoder, causal in the decoder."""
-    causal = side == "decoder"
+    causal = is_causal(side)
     if kind == "alibi":
         return AlibiBias(num_heads, causal)
-    # T5's initialisation of its bias table (HF T5: normal, std d_model^-0.5).
-    return T5RelativeBias(num_heads, causal, init_std=embed_dim ** -0.5)
+    return T5RelativeBias(num_heads, causal, init_std=t5_init_std(embed_dim))
 
 
 def bias_self_attention(side_module, kind, side, num_heads, embed_dim):
@@ -94,7 +94,7 @@ class PosencTransformerModel(TransformerModel):
                 side)
             if kind == "rope":
                 build_without_touching_rng(lambda: rotate_self_attention(module.layers, args.rope_base), side)
-            elif kind in ("alibi", "t5"):
+            elif kind in ATTENTION_BIAS_KINDS:
                 build_without_touching_rng(lambda: bias_self_attention(module, kind, side, heads, dim), side)
         return model
 
