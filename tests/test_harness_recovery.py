@@ -371,3 +371,64 @@ def test_sigterm_waits_for_a_begun_checkpoint_save_then_stops_the_step(tmp_path)
     out, _ = proc.communicate(timeout=60)
     assert out.strip() == "stopped: interrupted by SIGTERM"
     assert "Saved checkpoint" in log.read_text()  # the save was allowed to finish
+
+
+# --- a signal to posenc-run alone reaches the cells in its joblib workers -------------------------------
+
+# Stand-ins for joblib workers: the marker in their command line, one with a SIGTERM handler (a
+# worker that has run a cell), one without (a fresh worker, which the signal would kill).
+WORKER = """
+import signal, sys, time
+if sys.argv[1] == "catches":
+    signal.signal(signal.SIGTERM, lambda *_: (open(sys.argv[2], "a").write("got SIGTERM\\n"), sys.exit(0)))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+PARENT = """
+import signal, subprocess, sys
+from posenc.harness import signals
+signals.install()
+workers = [subprocess.Popen([sys.executable, "-c", sys.argv[1], kind, sys.argv[2], signals.JOBLIB_WORKER.decode()],
+                            stdout=subprocess.PIPE, text=True) for kind in ("catches", "fresh")]
+for w in workers:
+    w.stdout.readline()
+print("found", signals.joblib_workers(signal.SIGTERM) == [workers[0].pid], flush=True)
+signal.raise_signal(signal.SIGTERM)  # as `kill PID` does: to this process alone
+print("worker exited", workers[0].wait(timeout=30), "fresh alive", workers[1].poll() is None, flush=True)
+workers[1].kill()
+"""
+
+
+def test_sigterm_to_the_parent_is_forwarded_to_its_workers_that_run_cells(tmp_path):
+    got = tmp_path / "got"
+    out = subprocess.run([sys.executable, "-c", PARENT, WORKER, str(got)], env=dict(os.environ, PYTHONPATH=str(REPO)),
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.split("\n")[:2] == ["found True", "worker exited 0 fresh alive True"], out.stderr
+    assert got.read_text() == "got SIGTERM\n"
+
+
+class FakeStep:
+    def __init__(self):
+        self.requests = []
+
+    def request(self, why, at_once):
+        self.requests.append(at_once)
+
+
+def test_one_signal_delivered_twice_is_one_stop_a_later_one_stops_at_once(monkeypatch):
+    """A worker gets SIGTERM from the process group and again forwarded by posenc-run: the same
+    stop. A second signal later on (a user's second Ctrl-C) still stops at once."""
+    from posenc.harness import signals
+    step, clock = FakeStep(), [100.0]
+    monkeypatch.setattr(signals, "STOP", signals._Stop())
+    monkeypatch.setattr(signals.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(signals, "_forward", lambda signum: None)
+    signals.STOP.child = step
+    signals._handler(signal.SIGTERM, None)
+    clock[0] += 0.2
+    signals._handler(signal.SIGTERM, None)
+    assert step.requests == [False]
+    clock[0] += signals.SAME_STOP_S
+    signals._handler(signal.SIGTERM, None)
+    assert step.requests == [False, True] and signals.STOP.signum == signal.SIGTERM

@@ -167,6 +167,42 @@ def test_sigterm_interrupts_and_the_rerun_resumes(root):
     no_secret_under(cell)
 
 
+def children_of(pid: int) -> list:
+    return [int(p.name) for p in Path("/proc").glob("[0-9]*")
+            if (p / "stat").exists() and _ppid(p) == pid]
+
+
+def _ppid(proc: Path):
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def test_sigterm_to_posenc_run_alone_stops_the_cells_in_its_joblib_workers(root):
+    """`kill PID` of a sweep run by the joblib launcher: the cells in the workers stop as the
+    parent does (interrupted, checkpoint kept), the tables and summary are written, nothing is
+    left training, and the rerun resumes."""
+    sweep = root / "joblib-term"
+    args = ["-m", *LONGER, "budget.max_update=60", "placement=both,none", "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"]
+    proc = start(*args, cwd=root, cache=root / "cache", name="joblib-term")
+    wait_for(lambda: len(list(sweep.glob("*/checkpoints/checkpoint_last.pt"))) == 2, what="both cells' first checkpoint")
+    workers = children_of(proc.pid)
+    proc.send_signal(signal.SIGTERM)  # to posenc-run alone, not its process group
+    assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    wait_for(lambda: not processes_mentioning(str(sweep)), timeout=30, what="the trainers to stop")
+    assert [r["status"] for r in map(record, sorted(sweep.glob("*placement=*")))] == ["interrupted", "interrupted"]
+    said = (root / "joblib-term.out").read_text() + (root / "joblib-term.err").read_text()
+    assert "2 cells: 0 ok, 2 interrupted" in said and (sweep / "table.md").exists()
+    assert workers  # the joblib workers (and loky's resource tracker) go with their parent
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() and _ppid(Path(f"/proc/{pid}")) is not None
+                             for pid in workers), timeout=30, what="the workers to exit")
+    rerun = posenc_run(*args, cwd=root, cache=root / "cache")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert all(record(c)["resumed_from_update"] > 0 for c in sweep.glob("*placement=*"))
+
+
 def test_a_diverging_cell_fails_alone_and_the_sweep_says_so(root):
     sweep = root / "lr"
     proc = posenc_run("-m", "budget=smoke", "budget.max_update=6", *SMALL_DATA, "budget.optim.fconv.lr=0.002,1e9",

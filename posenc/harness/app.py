@@ -89,6 +89,7 @@ def run_job(cfg) -> None:
 def main() -> None:
     """``posenc-run``: one cell, or a sweep (``-m``) that exits non-zero when any cell failed,
     was interrupted or never reported (after writing its tables and summary line)."""
+    signals.install()  # before Hydra starts any launcher: a signal to this process reaches its cells
     try:
         run_job()
     except signals.StopRequested as stop:  # a second signal, or one between Hydra's own steps
