@@ -123,8 +123,12 @@ def test_bucket_edges_and_labels():
     assert buckets.parse_edges("8,12") == (8, 12)
     assert buckets.labels((8, 12)) == ["1-8", "9-12", "13+"]
     assert list(buckets.assign([0, 1, 8, 9, 12, 13, 40], (8, 12))) == [0, 0, 0, 1, 1, 2, 2]
-    assert buckets.default_edges({"synthetic"}) == buckets.SYNTHETIC_EDGES
-    assert buckets.default_edges({"multi30k_de_en"}) == buckets.REAL_EDGES
+    assert buckets.default_edges({"synthetic"}) == (8, 12)
+    assert buckets.default_edges({"multi30k_de_en"}) == (8, 12, 16)
+    assert buckets.default_edges({"wmt14_en_de"}) == buckets.default_edges({"custom"}) == (10, 20, 30, 40)
+    # Rows of corpora with different defaults share one set of columns: the news-like one.
+    assert buckets.default_edges({"synthetic", "multi30k_de_en"}) == (10, 20, 30, 40)
+    assert buckets.default_edges(set()) == (10, 20, 30, 40)
     for bad in ("", "a,b", "12,8", "0,5", "5,5"):
         with pytest.raises(buckets.BucketError, match="--buckets"):
             buckets.parse_edges(bad)
