@@ -20,13 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from posenc.analysis.checkpoint import (
-    RELATIVE_BIAS_KEY,
-    TOKEN_KEY,
-    _find_key,
-    attention_heads,
-    model_args,
-)
+from posenc.analysis.checkpoint import RELATIVE_BIAS_KEY, attention_heads, embed_dim, find_key, model_args
 from posenc.encodings.attention_bias import (
     T5_MAX_DISTANCE,
     AlibiBias,
@@ -80,10 +74,7 @@ def _t5(ckpt: dict, side: str, key: str, max_len):
     recorded = attention_heads(args, side)
     if recorded is not None and recorded != heads:
         notes.append(f"the checkpoint records {recorded} {side} attention heads, the bias table has {heads} columns")
-    dim = args.get(f"{side}_embed_dim")
-    token_key = _find_key(state, TOKEN_KEY, side)
-    if dim is None and token_key is not None:
-        dim = state[token_key].size(1)
+    dim = embed_dim(ckpt, side)
     causal = is_causal(side)
     init_std = t5_init_std(int(dim)) if dim else None
     with torch.random.fork_rng(devices=[]):  # the module draws an initial table; keep the caller's RNG
@@ -125,7 +116,7 @@ def extract_biases(ckpt: dict, kinds: dict, max_len=None):
         if kind not in ATTENTION_BIAS_KINDS:
             continue
         if kind == "t5":
-            key = _find_key(ckpt["model"], RELATIVE_BIAS_KEY, side)
+            key = find_key(ckpt["model"], RELATIVE_BIAS_KEY, side)
             bias, reason = _t5(ckpt, side, key, max_len) if key else \
                 (None, f"t5, but no {RELATIVE_BIAS_KEY.format(side=side)} in the state dict")
         else:

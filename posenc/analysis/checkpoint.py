@@ -114,12 +114,22 @@ def model_args(ckpt: dict) -> dict:
     return args
 
 
-def _find_key(state: dict, pattern: str, side: str):
+def find_key(state: dict, pattern: str, side: str):
     key = pattern.format(side=side)
     if key in state:
         return key
     matches = [k for k in state if k.endswith("." + key)]
     return matches[0] if len(matches) == 1 else None
+
+
+def embed_dim(ckpt: dict, side: str):
+    """A side's embedding dimension: as recorded in the args, else the width of its token
+    embeddings; None if neither is there."""
+    dim = model_args(ckpt).get(f"{side}_embed_dim")
+    token_key = find_key(ckpt["model"], TOKEN_KEY, side)
+    if dim is None and token_key is not None:
+        dim = ckpt["model"][token_key].size(1)
+    return dim
 
 
 def model_family(args: dict, state: dict) -> str:
@@ -139,9 +149,9 @@ def _configured_kind(side: str, args: dict, family: str, state: dict) -> str:
     explicit = args.get(f"{side}_pos")
     if explicit:
         return str(explicit)
-    if any(_find_key(state, m, side) for m in SINUSOID_MARKERS):
+    if any(find_key(state, m, side) for m in SINUSOID_MARKERS):
         return "sinusoidal"
-    if _find_key(state, RELATIVE_BIAS_KEY, side):
+    if find_key(state, RELATIVE_BIAS_KEY, side):
         return "t5"
     if family == "transformer":
         if args.get("no_token_positional_embeddings"):
@@ -277,7 +287,7 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
     family = model_family(args, state)
     out = {}
     for side in SIDES:
-        key = _find_key(state, POSITION_KEY, side)
+        key = find_key(state, POSITION_KEY, side)
         if key is not None:
             weight = state[key].detach().to(torch.float64)
             notes = []
@@ -304,10 +314,7 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
             continue
         kind = _configured_kind(side, args, family, state)
         if kind == "sinusoidal":
-            dim = args.get(f"{side}_embed_dim")
-            tok = _find_key(state, TOKEN_KEY, side)
-            if dim is None and tok is not None:
-                dim = state[tok].size(1)
+            dim = embed_dim(ckpt, side)
             if dim is None:
                 out[side] = PositionTable(side, kind, notes=["sinusoidal, but the embedding dimension is unknown"])
                 continue
@@ -365,8 +372,8 @@ def first_layer_attention(ckpt: dict, side: str):
     ``(None, None, None, None, why)``. ``scaling`` is fairseq's query scaling, head_dim^-1/2."""
     state = ckpt["model"]
     args = model_args(ckpt)
-    q_key = _find_key(state, SELF_ATTENTION_KEY.replace("{proj}", "q_proj"), side)
-    k_key = _find_key(state, SELF_ATTENTION_KEY.replace("{proj}", "k_proj"), side)
+    q_key = find_key(state, SELF_ATTENTION_KEY.replace("{proj}", "q_proj"), side)
+    k_key = find_key(state, SELF_ATTENTION_KEY.replace("{proj}", "k_proj"), side)
     if q_key is None or k_key is None:
         return None, None, None, None, "no self-attention (layers.0.self_attn) in the state dict"
     heads = attention_heads(args, side)
@@ -386,7 +393,7 @@ def token_embedding(ckpt: dict, side: str):
     """``(weight, embed_scale, note)`` of a side's token embeddings, or ``(None, None, note)``."""
     state = ckpt["model"]
     args = model_args(ckpt)
-    key = _find_key(state, TOKEN_KEY, side)
+    key = find_key(state, TOKEN_KEY, side)
     if key is None:
         return None, None, f"no {TOKEN_KEY.format(side=side)}"
     weight = state[key].detach().to(torch.float64)
@@ -404,6 +411,8 @@ __all__ = [
     "CheckpointError",
     "RELATIVE_BIAS_KEY",
     "attention_heads",
+    "embed_dim",
+    "find_key",
     "nothing_to_analyse",
     "PositionTable",
     "extract_tables",
