@@ -29,6 +29,17 @@ def write_json(report: dict, out_dir: str) -> str:
     return path
 
 
+def _compare_row(label, get, records: dict, names) -> str:
+    """A Markdown row: ``get`` of each named record side by side, "n/a" where one has no such value."""
+    vals = []
+    for name in names:
+        try:
+            vals.append(_fmt(get(records[name])))
+        except (KeyError, TypeError):
+            vals.append("n/a")
+    return f"| {label} | " + " | ".join(vals) + " |"
+
+
 def _fmt(x, digits=4):
     if x is None:
         return "n/a"
@@ -92,13 +103,7 @@ def sinusoid_markdown(report: dict) -> str:
              "| | " + " | ".join(f"`{x}`" for x in names) + " |", "|---|" + "---|" * len(names)]
 
     def row(label, get):
-        vals = []
-        for x in names:
-            try:
-                vals.append(_fmt(get(V[x])))
-            except (KeyError, TypeError):
-                vals.append("n/a")
-        lines.append(f"| {label} | " + " | ".join(vals) + " |")
+        lines.append(_compare_row(label, get, V, names))
 
     row("3.1 max abs(PE(p+k) - M(k)PE(p)), float64", lambda r: r["relative"]["max_error_float64"])
     row("3.1 same, float32 table", lambda r: r["relative"]["max_error_float32"])
@@ -219,25 +224,24 @@ def _bias_markdown(side: str, b: dict) -> list:
                 f"max_distance {b['settings']['max_distance']}); weight std {_fmt(w.get('std'))} against its "
                 f"initial std {_fmt(w.get('init_std'))} (ratio {_fmt(w.get('std_over_init'))})")
     else:
-        what = (f"ALiBi, fixed: no learned parameters, bias = -slope_h * |distance|, slopes "
+        what = ("ALiBi, fixed: no learned parameters, bias = -slope_h * |distance|, slopes "
                 + ", ".join(_fmt(x) for x in b["slopes"]))
-    far = b["far"]
+    far, forward = b["far"], not b["causal"]
     lines = [f"### {side}: {kind}", "",
              f"{what}. {'Causal' if b['causal'] else 'Bidirectional'}: distances d = key - query over "
              f"{b['distance_range']}. Heads: " + ", ".join(f"{n} {k}" for k, n in b["locality_counts"].items() if n) + ".",
              ""]
-    cols = ["head"] + (["slope"] if not b["learned"] else []) + ["b(0)", "b(-1)"]
-    cols += [] if b["causal"] else ["b(+1)"]
-    cols += [f"b(-{far})"] + ([] if b["causal"] else [f"b(+{far})"]) + ["peak at", "falls with |d|", "locality"]
-    lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    # (header, per-head key, shown): ALiBi's slopes; keys after the query only where the side has them
+    columns = [("head", "head", True), ("slope", "slope", not b["learned"]), ("b(0)", "at_0", True),
+               ("b(-1)", "at_minus_1", True), ("b(+1)", "at_plus_1", forward), (f"b(-{far})", "at_far_back", True),
+               (f"b(+{far})", "at_far_forward", forward), ("peak at", "peak_distance", True)]
+    columns = [(header, key) for header, key, shown in columns if shown]
+    headers = [header for header, _ in columns] + ["falls with |d|", "locality"]
+    lines += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for h in b["per_head"]:
         falls = " / ".join(f"{name}: {'yes' if h[key] else 'no'}" for name, key in (("back", "falls_back"),
                            ("forward", "falls_forward")) if h[key] is not None)
-        cells = [str(h["head"])] + ([_fmt(h["slope"])] if not b["learned"] else []) + [_fmt(h["at_0"]), _fmt(h["at_minus_1"])]
-        cells += [] if b["causal"] else [_fmt(h["at_plus_1"])]
-        cells += [_fmt(h["at_far_back"])] + ([] if b["causal"] else [_fmt(h["at_far_forward"])])
-        cells += [str(h["peak_distance"]), falls, h["locality"]]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join([_fmt(h[key]) for _, key in columns] + [falls, h["locality"]]) + " |")
     if b.get("notes"):
         lines += ["", "Notes: " + "; ".join(b["notes"]) + "."]
     return lines
@@ -279,13 +283,7 @@ def _table_markdown(report: dict, names: list) -> list:
     lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
 
     def row(label, get):
-        vals = []
-        for x in names:
-            try:
-                vals.append(_fmt(get(T[x])))
-            except (KeyError, TypeError):
-                vals.append("n/a")
-        lines.append(f"| {label} | " + " | ".join(vals) + " |")
+        lines.append(_compare_row(label, get, T, names))
 
     row("kind", lambda r: r["kind"])
     row("source", lambda r: r["source"])
