@@ -37,7 +37,7 @@ def _umask() -> int:
 
 
 @contextmanager
-def _atomic_file(path):
+def atomic_file(path):
     """A binary handle on a temp file beside ``path`` that becomes ``path`` (synced) when the block
     ends without an error; on an error the temp file is removed and ``path`` is untouched."""
     path = Path(path)
@@ -57,13 +57,13 @@ def _atomic_file(path):
 
 
 def write_bytes_atomic(path, data: bytes) -> None:
-    with _atomic_file(path) as handle:
+    with atomic_file(path) as handle:
         handle.write(data)
 
 
 def copy_atomic(source, path) -> None:
     """Copy a (possibly large) file into place the same way, without reading it into memory."""
-    with _atomic_file(path) as handle, open(source, "rb") as src:
+    with atomic_file(path) as handle, open(source, "rb") as src:
         shutil.copyfileobj(src, handle, 16 << 20)
 
 

@@ -328,3 +328,11 @@ def test_sentence_statistics_are_cached_beside_each_output(data, tmp_path):
     again = {r["placement"]: r for r in table_rows(sweep)}
     assert again["none"]["bleu"] != first[1]["bleu"] and again["none"]["p_value"] is not None
     assert len(list((sweep / "placement=none" / ".report-cache").glob("hypotheses.txt.*.npy"))) == 1
+
+
+def test_the_report_leaves_the_users_matplotlib_backend_alone():
+    """A notebook that imports the report keeps its own backend (no matplotlib.use behind its back)."""
+    code = ("import matplotlib; matplotlib.use('svg'); import posenc.report.table, posenc.report.figures; "
+            "print(matplotlib.get_backend())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "svg", out.stderr

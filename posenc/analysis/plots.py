@@ -5,6 +5,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from posenc.atomic import atomic_file
+
 DPI = 100
 
 
@@ -17,7 +19,8 @@ def _new(width=8.0, height=4.5, ncols=1, nrows=1):
 
 def _save(fig, path):
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    with atomic_file(path) as handle:  # a reader never sees half a PNG
+        fig.savefig(handle, format="png", dpi=DPI)
     return str(path)
 
 

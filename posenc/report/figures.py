@@ -3,17 +3,16 @@ value where one applies; BLEU by source-length bucket, one line per placement (o
 the baseline key)."""
 
 import math
-import os
-import tempfile
 from pathlib import Path
 
-import matplotlib
+# Figure objects on the Agg canvas, not pyplot: no window, and no change to the backend of
+# whoever imports this (a notebook calling the report keeps its own).
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only, never a window; set before pyplot is imported
-import matplotlib.pyplot as plt  # noqa: E402
-
-from posenc.report.render import PLACEMENT_LABEL  # noqa: E402
-from posenc.report.rows import order_key  # noqa: E402
+from posenc.atomic import atomic_file
+from posenc.report.render import PLACEMENT_LABEL
+from posenc.report.rows import order_key
 
 BLEU_FIGURE = "bleu.png"
 LENGTH_FIGURE = "bleu_by_length.png"
@@ -37,7 +36,9 @@ def panels(reports):
 def _grid(n):
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    fig = Figure(figsize=(5.2 * cols, 3.8 * rows))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat)
@@ -105,19 +106,7 @@ def write_figures(reports, out_dir: Path) -> list:
     written = []
     for name, draw in ((BLEU_FIGURE, bleu_figure), (LENGTH_FIGURE, length_figure)):
         fig = draw(reports)
-        _save_atomic(fig, out_dir / name)
-        plt.close(fig)
+        with atomic_file(out_dir / name) as handle:  # a reader never sees half a PNG
+            fig.savefig(handle, format="png", dpi=110)
         written.append(out_dir / name)
     return written
-
-
-def _save_atomic(fig, path: Path) -> None:
-    """Save through a temp file in the same folder and a rename: a reader never sees half a PNG."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            fig.savefig(handle, format="png", dpi=110)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
