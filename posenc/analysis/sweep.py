@@ -10,6 +10,7 @@ status, never dropped.
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import fmean
 
 from posenc.report.records import RESULT_FILE, read_result
 
@@ -35,8 +36,8 @@ SIDE_COLUMNS = (
     # a relative attention bias (t5, alibi) instead of a table
     ("bias_heads", lambda s: s["relative_bias"]["heads"]),
     ("bias_local_heads", lambda s: s["relative_bias"]["locality_counts"]["local"]),
-    ("bias_at_0_mean", lambda s: _mean(h["at_0"] for h in s["relative_bias"]["per_head"])),
-    ("bias_at_far_back_mean", lambda s: _mean(h["at_far_back"] for h in s["relative_bias"]["per_head"])),
+    ("bias_at_0_mean", lambda s: fmean(h["at_0"] for h in s["relative_bias"]["per_head"])),
+    ("bias_at_far_back_mean", lambda s: fmean(h["at_far_back"] for h in s["relative_bias"]["per_head"])),
     ("bias_far", lambda s: s["relative_bias"]["far"]),
     ("bias_summary", lambda s: _short_summary(s["relative_bias"])),
 )
@@ -168,11 +169,6 @@ def _short_summary(bias: dict) -> str:
     from posenc.analysis.bias_summary import short_summary  # torch-free until a cell is measured
 
     return short_summary(bias)
-
-
-def _mean(values):
-    values = list(values)
-    return sum(values) / len(values)
 
 
 def _safe(read, entry):

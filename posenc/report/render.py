@@ -6,7 +6,7 @@ import io
 
 from posenc.report.outputs import field
 from posenc.report.references import SOURCES, WHERE
-from posenc.report.rows import as_dicts
+from posenc.report.rows import as_dicts, order_key
 from posenc.report.significance import TESTS
 
 FORMATS = ("md", "csv", "latex")
@@ -228,7 +228,6 @@ def side_by_side(reports):
         for rest, by_level in groups.items():
             label = report.sweep.label + ("" if len(groups) == 1 else " " + " ".join(rest))
             columns.append((label, by_level, report.has_long))
-    from posenc.report.rows import order_key
     ordered = sorted(levels, key=lambda lv: order_key(key, lv))
     headers = ["position embeddings" if key == "placement" else key]
     for label, _, has_long in columns:
