@@ -25,7 +25,7 @@ from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
 from posenc.harness.records import base_record, config_hash, write_result
-from posenc.report.records import HYPOTHESES_FILE, read_result
+from posenc.report.records import HYPOTHESES_FILE, read_result, time_capped
 from posenc.harness.runtime import added_environment, child_environment
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
 from posenc.harness.signals import StopRequested
@@ -142,7 +142,7 @@ def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resum
     if training["valid_ppl"] is None or not resume.intact(job_dir / resume.CHECKPOINTS / resume.BEST):
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
     training["train_wall_s"] = wall
-    if training["stopped_by"] == "time_cap":
+    if time_capped(training):
         progress.say(f"WARNING: training stopped at the time cap (budget.max_time_min={cfg.budget.max_time_min:g}) "
                      f"after {training['num_updates']} updates, in epoch {training['epochs']} of "
                      f"{cfg.budget.max_epoch}: this cell's scores depend on the machine's speed")

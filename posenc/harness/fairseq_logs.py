@@ -3,6 +3,8 @@
 import json
 import re
 
+from posenc.report.records import TIME_CAP
+
 _RECORD = re.compile(r"\| (train|valid|train_inner) \| (\{.*\})\s*$")
 
 
@@ -88,7 +90,7 @@ def training_records(log_lines):
 # What ended a training run. fairseq logs a line for its update and time caps; it logs none when
 # it simply runs out of epochs.
 _STOP_LINES = {"Stopping training due to num_updates": "max_update",
-               "Stopping training due to cumulative_training_time": "time_cap"}
+               "Stopping training due to cumulative_training_time": TIME_CAP}
 NEW_RUN = "Preparing to load checkpoint"
 
 
@@ -101,7 +103,7 @@ def stopped_by(log_lines) -> str:
         if NEW_RUN in line:
             reasons = set()
         reasons.update(reason for text, reason in _STOP_LINES.items() if text in line)
-    return "max_update" if "max_update" in reasons else "time_cap" if "time_cap" in reasons else "max_epoch"
+    return "max_update" if "max_update" in reasons else TIME_CAP if TIME_CAP in reasons else "max_epoch"
 
 
 def training_fields(log_lines) -> dict:

@@ -8,7 +8,7 @@ Counted from the sweep directory (the plan in Hydra's ``multirun.yaml`` and each
 from pathlib import Path
 
 from posenc.report.plan import planned_cells
-from posenc.report.records import RESULT_FILE, read_result
+from posenc.report.records import RESULT_FILE, read_result, time_capped
 
 # The exit status of the sweep, set when it ends (Hydra's on_multirun_end) and used by posenc-run.
 SWEEP_EXIT = {"status": 0}
@@ -48,7 +48,7 @@ def summarize(sweep_dir: Path, interrupted_by: int = 0):
             missing.append(f"{label} (result.json unreadable)" if path.exists() else label)
         elif record.get("status") == "ok":
             ok += 1
-            if record.get("stopped_by") == "time_cap":
+            if time_capped(record):
                 capped.append(label)
         elif record.get("status") == "interrupted":
             interrupted.append(label)

@@ -16,6 +16,15 @@ FIELDS = ("experiment", "model", "data", "pe", "placement", "encoder_pos", "deco
           "train_wall_s", "hypotheses", "job_dir")
 
 
+# ``stopped_by``: what ended a cell's training (max_epoch, max_update or TIME_CAP). A cell that
+# budget.max_time_min stopped is finished but not whole: its score depends on the machine's speed.
+TIME_CAP = "time_cap"
+
+
+def time_capped(record: dict) -> bool:
+    return record.get("stopped_by") == TIME_CAP
+
+
 def read_result(job_dir: Path):
     """The cell's record, or None when there is none or it cannot be parsed (torn, foreign)."""
     path = Path(job_dir) / RESULT_FILE

@@ -5,6 +5,7 @@ import csv
 import io
 
 from posenc.report.outputs import field
+from posenc.report.records import time_capped
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import as_dicts, order_key
 from posenc.report.significance import TESTS
@@ -143,7 +144,7 @@ def status_notes(report) -> list:
         rec = cell.record
         if rec.get("status") != "ok":
             lines.append(f"{str(rec.get('status')).upper()} {cell.name}: {rec.get('error') or 'no error recorded'}")
-        elif rec.get("stopped_by") == "time_cap":
+        elif time_capped(rec):
             lines.append(f"TIME-CAPPED {cell.name}: training stopped at budget.max_time_min after "
                          f"{rec.get('num_updates')} updates, in epoch {rec.get('epochs')}, before its planned "
                          "epochs; its scores depend on the machine's speed (a rerun with "

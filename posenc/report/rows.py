@@ -8,6 +8,7 @@ import numpy as np
 from posenc.kinds import KINDS, PLACEMENTS
 from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import SPLITS, cell_output, field
+from posenc.report.records import time_capped
 from posenc.report.references import paper_numbers
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, Scorer, bootstrap_ci, corpus_bleu, paired_test
 from posenc.report.stats import ci95, mean_sd
@@ -168,7 +169,7 @@ def _scores(row: Row, has_long: bool) -> None:
                    if c.record.get("status") != "ok"]
     # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
     # says how far this machine got in that time, not what the configuration reaches.
-    v["time_capped"] = [c.record.get("seed") for c in row.ok_cells() if c.record.get("stopped_by") == "time_cap"]
+    v["time_capped"] = [c.record.get("seed") for c in row.ok_cells() if time_capped(c.record)]
 
 
 def _significance(rows, split, base_key, base_value, settings):
