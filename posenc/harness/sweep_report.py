@@ -11,7 +11,8 @@ from hydra.experimental.callback import Callback
 from posenc.harness.outcome import SWEEP_EXIT, summarize
 from posenc.harness.signals import STOP
 from posenc.harness.wandb_run import log_sweep_table
-from posenc.report.table import SweepError, write_sweep_tables
+from posenc.report.sweep import SweepError
+from posenc.report.table import write_sweep_tables
 
 
 class SweepReport(Callback):

@@ -10,7 +10,8 @@ from posenc.report.buckets import BucketError, parse_edges
 from posenc.report.render import FORMATS, render_reports
 from posenc.report.rows import ReportError, Settings, parse_baseline
 from posenc.report.significance import TESTS
-from posenc.report.table import SweepError, build_reports
+from posenc.report.sweep import SweepError
+from posenc.report.table import build_reports
 
 
 def main(argv=None) -> int:

@@ -9,7 +9,7 @@ from posenc.atomic import write_text_atomic
 from posenc.report.records import FIELDS
 from posenc.report.render import render_reports
 from posenc.report.rows import Settings, as_dicts, build_report, check_baseline
-from posenc.report.sweep import Sweep, SweepError, load_sweep  # noqa: F401 (re-exported)
+from posenc.report.sweep import Sweep, load_sweep
 from posenc.report.testsets import TestSets
 
 
