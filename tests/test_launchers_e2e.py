@@ -1,7 +1,7 @@
 """The Table 4 smoke sweep through the parallel launchers with W&B offline: the cells the plan names
 (the basic launcher's cells), all ok, one offline W&B run per cell with its placement and BLEU, and
 the sweep's table run. A 4-cell slice (placements both and none, seeds 1 and 2) keeps it short; the
-README shows the 12-cell command."""
+docs (docs/clusters.md) show the 12-cell command."""
 
 import json
 import os

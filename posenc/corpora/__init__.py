@@ -1,4 +1,4 @@
-"""Corpora: the embedded synthetic task and the real-data pipeline (see README, "Corpora").
+"""Corpora: the embedded synthetic task and the real-data pipeline (see docs/corpora.md).
 
     from posenc.corpora import prepare_corpus, PreparedCorpus, CorpusError
     prepared = prepare_corpus(data_cfg, cache_root, log=print)
