@@ -9,7 +9,7 @@ PIP    := $(PY) -m pip
 TORCH_SPEC ?= torch==2.13.0
 STAMP  := $(VENV)/.posenc-installed
 
-.PHONY: setup test test-fast table4 bench gpu-check clean-venv
+.PHONY: setup test test-fast lint table4 bench gpu-check clean-venv
 
 setup: $(STAMP)
 
@@ -25,6 +25,10 @@ test: setup
 # The suite without the slow end-to-end tests (for quick iteration; CI runs everything).
 test-fast: setup
 	$(PY) -m pytest -m "not slow"
+
+# ruff over the whole repository; its rules and the reasons for the few it ignores are in pyproject.toml.
+lint: setup
+	$(VENV)/bin/ruff check .
 
 # The main job. Finished cells are kept: a rerun resumes the sweep, or just prints its table.
 # (The sweep prints the table when it ends; results/table4/table.md keeps it.)
