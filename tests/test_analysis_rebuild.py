@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from fairseq_helpers import PAD, DummyTask, build
+from fairseq_tools import train
 from pe_cli_helpers import run_cli
-from test_plugin_cli import reversal_corpus, train  # noqa: F401  (a module-scoped fixture and the fairseq-train helper)
 from posenc.analysis.checkpoint import extract_tables, load_checkpoint, optimizer_states, trained_positions
 
 NON_DEFAULT = ("--sinusoidal-scale", "0.37", "--sinusoidal-base", "500", "--sinusoidal-variant", "paper")

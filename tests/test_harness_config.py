@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
 
 
-from hydra_helpers import without_fairseq_config_store  # noqa: F401,E402 (autouse fixture)
+pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 
 def test_posenc_run_does_not_import_fairseq():
@@ -54,8 +54,9 @@ def test_defaults():
 @pytest.mark.parametrize("model", options("model"))
 def test_every_model_composes_and_names_a_registered_architecture(model):
     cfg = compose_cfg(f"model={model}")
-    import posenc.fairseq_plugin  # noqa: F401
     from fairseq.models import ARCH_MODEL_REGISTRY
+
+    import posenc.fairseq_plugin  # noqa: F401
     assert cfg.model.name == model
     assert cfg.model.arch in ARCH_MODEL_REGISTRY
     family = "fconv" if ARCH_MODEL_REGISTRY[cfg.model.arch].__name__ == "PosencFConvModel" else "transformer"

@@ -23,7 +23,7 @@ BASH_OWN = {"PWD", "OLDPWD", "SHLVL", "_"}
 DUMP_ENV = "import json, os, sys; open(sys.argv[1], 'w').write(json.dumps(dict(os.environ)))"
 
 
-from hydra_helpers import without_fairseq_config_store  # noqa: F401,E402 (autouse fixture)
+pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 
 def runtime_of(*overrides):
@@ -129,6 +129,7 @@ def test_what_libraries_put_into_posenc_runs_own_environment_stays_there(monkeyp
 def test_runtime_and_redo_change_neither_a_cells_directory_nor_its_result_hash():
     from hydra._internal.config_loader_impl import get_overrides_dirname
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
     from posenc.harness.records import config_hash
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         plain = compose(config_name="config", overrides=["placement=both"], return_hydra_config=True)

@@ -1,49 +1,14 @@
 """The plugin through fairseq's own command-line tools, as users run it."""
 
-import os
-import random
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-PLUGIN = REPO / "posenc" / "fairseq_plugin"
-BIN = Path(sys.executable).parent
+from fairseq_tools import PLUGIN, REPO, fairseq, train
+
 PLACEMENTS = {"both": ("K", "K"), "source": ("K", "none"), "target": ("none", "K"), "none": ("none", "none")}
 FAMILIES = {"fconv": ("posenc_fconv_small", "learned"), "transformer": ("posenc_transformer_small", "rope")}
-
-
-def fairseq(tool, *args, cwd, check=True):
-    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", PYTHONWARNINGS="ignore")
-    proc = subprocess.run([str(BIN / tool), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{tool} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc
-
-
-@pytest.fixture(scope="module")
-def reversal_corpus(tmp_path_factory):
-    """A tiny generated task (target = reversed source), binarized by fairseq-preprocess."""
-    root = tmp_path_factory.mktemp("corpus")
-    rng = random.Random(0)
-    words = [f"w{i}" for i in range(20)]
-    for split, n in (("train", 200), ("valid", 20), ("test", 21)):  # 21: not a multiple of 8
-        src = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) for _ in range(n)]
-        (root / f"{split}.src").write_text("\n".join(src) + "\n")
-        (root / f"{split}.tgt").write_text("\n".join(" ".join(reversed(s.split())) for s in src) + "\n")
-    fairseq("fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--trainpref", root / "train",
-            "--validpref", root / "valid", "--testpref", root / "test", "--destdir", root / "bin",
-            "--joined-dictionary", "--workers", "1", cwd=root)
-    return root / "bin"
-
-
-def train(data, save_dir, arch, *extra, cwd, user_dir=PLUGIN):
-    return fairseq("fairseq-train", data, "--user-dir", user_dir, "--arch", arch, *extra,
-                   "--optimizer", "adam", "--lr", "0.001", "--max-tokens", "400", "--max-update", "3",
-                   "--save-dir", save_dir, "--no-epoch-checkpoints", "--no-progress-bar", "--cpu",
-                   "--seed", "1", "--required-batch-size-multiple", "1", "--num-workers", "0", cwd=cwd)
 
 
 @pytest.mark.slow
@@ -54,7 +19,8 @@ def test_train_and_generate_every_placement(reversal_corpus, tmp_path, family, p
     enc, dec = (kind if k == "K" else k for k in PLACEMENTS[placement])
     # From a directory outside the repo, with an absolute --user-dir.
     train(reversal_corpus, tmp_path / "ckpt", arch, "--encoder-pos", enc, "--decoder-pos", dec, cwd=tmp_path)
-    out = fairseq("fairseq-generate", reversal_corpus, "--user-dir", PLUGIN, "--path", tmp_path / "ckpt" / "checkpoint_last.pt",
+    out = fairseq("fairseq-generate", reversal_corpus, "--user-dir", PLUGIN,
+                  "--path", tmp_path / "ckpt" / "checkpoint_last.pt",
                   "--beam", "2", "--batch-size", "8", "--required-batch-size-multiple", "1",
                   "--max-len-a", "1.2", "--max-len-b", "5", "--cpu", cwd=tmp_path)
     hypotheses = [line for line in out.stdout.splitlines() if line.startswith("H-")]
@@ -65,8 +31,8 @@ def test_train_and_generate_every_placement(reversal_corpus, tmp_path, family, p
 def test_relative_user_dir_from_the_repo_root_and_fairseq_validate(reversal_corpus, tmp_path):
     train(reversal_corpus, tmp_path / "ckpt", "posenc_fconv_small", "--decoder-pos", "sinusoidal",
           cwd=REPO, user_dir="posenc/fairseq_plugin")
-    out = fairseq("fairseq-validate", reversal_corpus, "--user-dir", "posenc/fairseq_plugin", "--task", "translation", "--path",
-                  tmp_path / "ckpt" / "checkpoint_last.pt", "--valid-subset", "valid", "--batch-size", "8",
+    out = fairseq("fairseq-validate", reversal_corpus, "--user-dir", "posenc/fairseq_plugin", "--task", "translation",
+                  "--path", tmp_path / "ckpt" / "checkpoint_last.pt", "--valid-subset", "valid", "--batch-size", "8",
                   "--required-batch-size-multiple", "1", "--cpu", cwd=REPO)
     assert "loss" in out.stdout + out.stderr
 
@@ -77,7 +43,8 @@ def test_train_and_generate_with_attention_biases(reversal_corpus, tmp_path, enc
     """Each bias kind on each side, through training, a checkpoint and beam search."""
     train(reversal_corpus, tmp_path / "ckpt", "posenc_transformer_small", "--encoder-pos", encoder_pos,
           "--decoder-pos", decoder_pos, cwd=tmp_path)
-    out = fairseq("fairseq-generate", reversal_corpus, "--user-dir", PLUGIN, "--path", tmp_path / "ckpt" / "checkpoint_last.pt",
+    out = fairseq("fairseq-generate", reversal_corpus, "--user-dir", PLUGIN,
+                  "--path", tmp_path / "ckpt" / "checkpoint_last.pt",
                   "--beam", "3", "--batch-size", "8", "--required-batch-size-multiple", "1",
                   "--max-len-a", "1.2", "--max-len-b", "5", "--cpu", cwd=tmp_path)
     assert len([line for line in out.stdout.splitlines() if line.startswith("H-")]) == 21

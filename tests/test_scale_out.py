@@ -13,7 +13,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from posenc.harness.commands import generate_command, train_command
-from posenc.harness.parallel import (concurrent_cells, gpu_slots, thread_share, threads_env, visible_gpus)
+from posenc.harness.parallel import concurrent_cells, gpu_slots, thread_share, threads_env, visible_gpus
 from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.spec import ConfigError, cell_spec
 
@@ -22,7 +22,7 @@ CONF = REPO / "conf"
 BIN = Path(sys.executable).parent
 
 
-from hydra_helpers import without_fairseq_config_store  # noqa: F401,E402 (autouse fixture)
+pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 
 def compose_cfg(*overrides):

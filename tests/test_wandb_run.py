@@ -8,8 +8,16 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from posenc.harness.fairseq_logs import parse_record, wandb_metrics
-from posenc.harness.wandb_run import (group_name, init_kwargs, log_finished_cell, log_sweep_table, run_id,
-                                      start_cell_run, sweep_token, table_rows)
+from posenc.harness.wandb_run import (
+    group_name,
+    init_kwargs,
+    log_finished_cell,
+    log_sweep_table,
+    run_id,
+    start_cell_run,
+    sweep_token,
+    table_rows,
+)
 from wandb_offline import offline_runs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,7 +47,7 @@ def offline(monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
 
 
-from hydra_helpers import without_fairseq_config_store  # noqa: F401,E402 (autouse fixture)
+pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 
 def compose_cfg(*overrides, hydra=False):

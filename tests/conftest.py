@@ -1,0 +1,38 @@
+"""Fixtures shared by the test files (pytest loads this file first, so no test imports a fixture)."""
+
+import random
+
+import pytest
+
+from fairseq_tools import fairseq
+
+
+@pytest.fixture
+def without_fairseq_config_store():
+    """fairseq registers its own ``config`` schema and groups in Hydra's global ConfigStore when it
+    is imported (other tests in this process do); hide them while a test composes ours.
+
+    Not autouse: fairseq itself composes from those entries (``convert_namespace_to_omegaconf``
+    fails without them), so only the files that compose the project's config ask for it, with
+    ``pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")``."""
+    from hydra.core.config_store import ConfigStore
+    repo = ConfigStore.instance().repo
+    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
+    yield
+    repo.update(hidden)
+
+
+@pytest.fixture(scope="module")
+def reversal_corpus(tmp_path_factory):
+    """A tiny generated task (target = reversed source), binarized by fairseq-preprocess."""
+    root = tmp_path_factory.mktemp("corpus")
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(20)]
+    for split, n in (("train", 200), ("valid", 20), ("test", 21)):  # 21: not a multiple of 8
+        src = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) for _ in range(n)]
+        (root / f"{split}.src").write_text("\n".join(src) + "\n")
+        (root / f"{split}.tgt").write_text("\n".join(" ".join(reversed(s.split())) for s in src) + "\n")
+    fairseq("fairseq-preprocess", "--source-lang", "src", "--target-lang", "tgt", "--trainpref", root / "train",
+            "--validpref", root / "valid", "--testpref", root / "test", "--destdir", root / "bin",
+            "--joined-dictionary", "--workers", "1", cwd=root)
+    return root / "bin"
