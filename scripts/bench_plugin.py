@@ -73,7 +73,8 @@ SMALL_FLAGS = {  # stock archs given the sizes of posenc_*_small (checked agains
 
 def parse_cli(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--steps", type=int, default=40, help="timed ABBA/BAAB blocks per comparison (4 steps each), at most")
+    p.add_argument("--steps", type=int, default=40,
+                   help="timed ABBA/BAAB blocks per comparison (4 steps each), at most")
     p.add_argument("--budget", type=float, default=250.0,
                    help="seconds of timing for all comparisons together (split evenly); a comparison stops "
                         "early (after at least 3 blocks) when its share is spent")
@@ -113,6 +114,7 @@ def build(arch, extra, task, seed=0):
     """The model fairseq-train would build for ``--arch arch extra``."""
     from fairseq import options
     from fairseq.models import ARCH_MODEL_REGISTRY
+
     import posenc.fairseq_plugin  # noqa: F401  (registers posenc_*)
 
     parser = options.get_training_parser()
@@ -245,7 +247,8 @@ def run(opts):
         report(results[-1], a_name, b_name)
 
     for family in ("fconv", "transformer"):
-        wanted = [c for c in opts.only if c == family or (family == "transformer" and c in (*ATTENTION_KINDS, "control"))]
+        ours = (family,) if family == "fconv" else (family, *ATTENTION_KINDS, "control")
+        wanted = [c for c in opts.only if c in ours]
         if not wanted:
             continue
         stock_arch, flags, ours_arch = family_archs(family, opts.size)

@@ -31,9 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from report_fixtures import degrade, synthetic_test_sets, write_cell, write_plan, write_testset  # noqa: E402
-
 from posenc.report.outputs import STATS_CACHE  # noqa: E402
+from report_fixtures import degrade, synthetic_test_sets, write_cell, write_plan, write_testset  # noqa: E402
 
 BIN = Path(sys.executable).parent
 PLACEMENTS = ("both", "source", "target", "none")
@@ -66,9 +65,11 @@ def main_job(sweep: Path, cache: Path) -> None:
     corpus = write_testset(cache, splits)
     for placement, rate in MAIN_RATES.items():
         for seed in (1, 2, 3):
-            hyps = {s: degrade(refs, rate * (6 if s == "test_long" else 1), seed=seed * 101 + i * 7 + 1000 * PLACEMENTS.index(placement))
+            offset = seed * 101 + 1000 * PLACEMENTS.index(placement)
+            hyps = {s: degrade(refs, rate * (6 if s == "test_long" else 1), seed=offset + i * 7)
                     for i, (s, (_, refs)) in enumerate(splits.items())}
-            write_cell(sweep, f"placement={placement},seed={seed}", corpus, splits, hyps, placement=placement, seed=seed)
+            write_cell(sweep, f"placement={placement},seed={seed}", corpus, splits, hyps, placement=placement,
+                       seed=seed)
     write_plan(sweep, {"placement": ",".join(PLACEMENTS), "seed": "1,2,3"}, ["experiment=table4"])
 
 

@@ -37,6 +37,7 @@ def build(arch, vocab):
     from fairseq import options
     from fairseq.data import Dictionary
     from fairseq.models import ARCH_MODEL_REGISTRY
+
     import posenc.fairseq_plugin  # noqa: F401
 
     d = Dictionary()
@@ -47,7 +48,8 @@ def build(arch, vocab):
     class Task:
         source_dictionary = target_dictionary = d
 
-    args = options.parse_args_and_arch(options.get_training_parser(), ["data-bin", "--task", "translation", "--arch", arch])
+    argv = ["data-bin", "--task", "translation", "--arch", arch]
+    args = options.parse_args_and_arch(options.get_training_parser(), argv)
     torch.manual_seed(0)
     return ARCH_MODEL_REGISTRY[arch].build_model(args, Task()).train(), d
 

@@ -86,6 +86,7 @@ def cuda_or_stop(allow_cpu: bool) -> str:
 
 def synthetic_corpus(cache: str, overrides=()):
     from hydra import compose, initialize_config_dir
+
     from posenc.corpora import prepare_corpus
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         data = compose(config_name="config", overrides=["data=synthetic", *overrides]).data
@@ -114,8 +115,8 @@ def run_variant(name, opts, bin_dir, device) -> dict:
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", CHILD, *variant_argv(name, opts, bin_dir, device)], capture_output=True,
-                          text=True, env=env, cwd=REPO)
+    argv = [sys.executable, "-c", CHILD, *variant_argv(name, opts, bin_dir, device)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO)
     lines = proc.stdout.splitlines()
     if proc.returncode != 0 or not any(ln.startswith("GPU_CHECK ") for ln in lines):
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -153,7 +154,8 @@ def main(argv=None) -> int:
     print("| variant | words/s | vs stock | peak memory | vs stock |\n|---|---|---|---|---|")
     for name, fig in figures.items():
         fig["wps_ratio"] = fig["wps"] / stock["wps"]
-        fig["memory_ratio"] = (fig["peak_bytes"] / stock["peak_bytes"]) if fig["peak_bytes"] and stock["peak_bytes"] else None
+        both = fig["peak_bytes"] and stock["peak_bytes"]
+        fig["memory_ratio"] = (fig["peak_bytes"] / stock["peak_bytes"]) if both else None
         memory_ratio = f"{fig['memory_ratio']:.3f}" if fig["memory_ratio"] is not None else "-"
         print(f"| {name} | {fig['wps']:.0f} | {fig['wps_ratio']:.3f} | {_gib(fig['peak_bytes'])} | {memory_ratio} |")
     if opts.json:

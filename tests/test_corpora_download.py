@@ -148,7 +148,7 @@ def test_iwslt14_extraction_follows_fairseq(tmp_path):
                 f'<seg id="2">{name} {lang} two</seg>\n</doc>\n')
     archive = _tar(tmp_path / "de-en.tgz", members)
     files = _extract_iwslt14({"de-en.tgz": archive}, tmp_path / "out", "de", "en")
-    read = {s: {l: p.read_text().splitlines() for l, p in v.items()} for s, v in files.items()}
+    read = {s: {lang: p.read_text().splitlines() for lang, p in v.items()} for s, v in files.items()}
     # 47 lines after dropping tags; every 23rd goes to valid (lines 23 and 46)
     assert read["valid"]["de"] == ["Satz 21", "Satz 44"]
     assert read["valid"]["en"] == ["Sentence 21", "Sentence 44"]

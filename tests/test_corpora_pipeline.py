@@ -104,7 +104,7 @@ def test_cache_hit_is_fast_and_a_config_change_is_a_miss(built):
 @pytest.mark.slow
 def test_concurrent_builds_give_one_valid_entry(tmp_path):
     script = textwrap.dedent(
-        f"""
+        """
         import json, sys
         from posenc.corpora import prepare_corpus
         cfg = json.loads(sys.argv[1])

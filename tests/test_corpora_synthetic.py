@@ -5,9 +5,7 @@ import time
 import pytest
 
 from posenc.corpora import CorpusError
-from posenc.corpora.synthetic import (
-    ACC, NOM, SOURCE_VERBS, TARGET_VERB_WORDS, GeneratorConfig, generate,
-)
+from posenc.corpora.synthetic import ACC, NOM, SOURCE_VERBS, TARGET_VERB_WORDS, GeneratorConfig, generate
 
 SMALL = GeneratorConfig(seed=7, train=2000, valid=100, test=100, test_long=100)
 

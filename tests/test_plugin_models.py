@@ -74,7 +74,8 @@ def test_a_side_set_to_none_loses_exactly_its_position_table(family):
     for enc, dec in [("none", "learned"), ("learned", "none"), ("none", "none")]:
         model, _ = build(SMALL[family], "--encoder-pos", enc, "--decoder-pos", dec)
         lost = everything - set(model.state_dict())
-        assert lost == {f"{side}.embed_positions.weight" for side, kind in (("encoder", enc), ("decoder", dec)) if kind == "none"}
+        sides = (("encoder", enc), ("decoder", dec))
+        assert lost == {f"{side}.embed_positions.weight" for side, kind in sides if kind == "none"}
 
 
 @pytest.mark.parametrize("side", ["encoder", "decoder"])
@@ -86,7 +87,8 @@ def test_fconv_none_removes_the_signal_from_convolutions_and_attention(side):
     none_model, _ = build("posenc_fconv_small", f"--{side}-pos", "none", task=task)
     zeros_model, _ = build("posenc_fconv_small", task=task)
     state = dict(none_model.state_dict())
-    state[f"{side}.embed_positions.weight"] = torch.zeros_like(zeros_model.state_dict()[f"{side}.embed_positions.weight"])
+    key = f"{side}.embed_positions.weight"
+    state[key] = torch.zeros_like(zeros_model.state_dict()[key])
     zeros_model.load_state_dict(state, strict=True)
     src, src_lengths, prev = random_batch(task.source_dictionary)
     assert torch.allclose(decoder_output(none_model, src, src_lengths, prev),
@@ -102,7 +104,8 @@ def test_fconv_none_removes_the_signal_from_convolutions_and_attention(side):
 @pytest.mark.parametrize("encoder_kind", FAMILY_KINDS["transformer"])
 def test_transformer_encoder_without_positions_is_blind_to_source_order(encoder_kind):
     task = DummyTask()
-    model, _ = build("posenc_transformer_small", "--encoder-pos", encoder_kind, "--decoder-pos", "sinusoidal", task=task)
+    model, _ = build("posenc_transformer_small", "--encoder-pos", encoder_kind, "--decoder-pos", "sinusoidal",
+                     task=task)
     src, src_lengths, prev = random_batch(task.source_dictionary, pad_source=False, src_len=9)
     permuted = src[:, torch.randperm(src.size(1), generator=torch.Generator().manual_seed(0))]
     same = torch.allclose(decoder_output(model, src, src_lengths, prev),
@@ -126,7 +129,8 @@ def test_rope_side_is_position_aware_through_attention_only():
     none, _ = build("posenc_transformer_small", "--encoder-pos", "none", "--decoder-pos", "none", task=task)
     none.load_state_dict(rope.state_dict())
     src, src_lengths, prev = random_batch(task.source_dictionary)
-    assert not torch.allclose(decoder_output(rope, src, src_lengths, prev), decoder_output(none, src, src_lengths, prev), atol=1e-4)
+    rotated, unrotated = decoder_output(rope, src, src_lengths, prev), decoder_output(none, src, src_lengths, prev)
+    assert not torch.allclose(rotated, unrotated, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["alibi", "t5"])
@@ -299,7 +303,8 @@ def test_fconv_sinusoid_is_scaled_to_the_learned_table_norm():
     assert sin_norm == pytest.approx(learned_norm, rel=0.1)
     scaled, _ = build("posenc_fconv_small", "--encoder-pos", "sinusoidal", "--sinusoidal-scale", "1.0")
     dim = args.encoder_embed_dim
-    assert scaled.encoder.embed_positions(tokens).norm(dim=-1).mean().item() == pytest.approx((dim / 2) ** 0.5, rel=1e-4)
+    norm = scaled.encoder.embed_positions(tokens).norm(dim=-1).mean().item()
+    assert norm == pytest.approx((dim / 2) ** 0.5, rel=1e-4)
 
 
 def test_build_refuses_rope_for_fconv_in_process():

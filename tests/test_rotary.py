@@ -157,7 +157,8 @@ def test_unrotated_incremental_steps_equal_the_causal_full_sequence():
     state = {}
     with torch.no_grad():
         full, _ = ours(x, x, x, attn_mask=causal_mask(6), need_weights=False)
-        steps = torch.cat([ours(x[t : t + 1], x[t : t + 1], x[t : t + 1], incremental_state=state)[0] for t in range(6)])
+        step = [x[t : t + 1] for t in range(6)]
+        steps = torch.cat([ours(s, s, s, incremental_state=state)[0] for s in step])
     assert torch.allclose(steps, full, atol=1e-5)
 
 

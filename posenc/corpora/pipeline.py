@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import binarize, filtering, subwords, synthetic
 from .cache import cache_key, entry_dir, get_or_build

@@ -13,9 +13,9 @@ import shutil
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from filelock import FileLock
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from posenc.atomic import write_text_atomic
 

@@ -5,7 +5,6 @@ Positions follow fairseq's convention: the first real token is at ``padding_idx 
 tokens get position ``padding_idx`` (a zero row).
 """
 
-from posenc.kinds import KINDS  # re-exported; the one home is posenc.kinds
 from posenc.encodings.attention_bias import (
     T5_MAX_DISTANCE,
     T5_NUM_BUCKETS,
@@ -27,7 +26,7 @@ from posenc.encodings.sinusoidal import (
     SinusoidalPositionalEmbedding,
     sinusoid_table,
 )
-
+from posenc.kinds import KINDS  # re-exported; the one home is posenc.kinds
 
 __all__ = [
     "AlibiBias",

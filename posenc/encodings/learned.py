@@ -42,7 +42,8 @@ def fconv_learned_positions(max_positions_arg: int, embedding_dim: int, padding_
     return table
 
 
-def transformer_learned_positions(max_positions_arg: int, embedding_dim: int, padding_idx: int) -> LearnedPositionalEmbedding:
+def transformer_learned_positions(max_positions_arg: int, embedding_dim: int,
+                                  padding_idx: int) -> LearnedPositionalEmbedding:
     """The Transformer's table: ``max_positions_arg + padding_idx + 1`` rows (so exactly
     ``max_positions_arg`` usable positions), N(0, D^-1/2), zero pad row."""
     table = LearnedPositionalEmbedding(max_positions_arg + padding_idx + 1, embedding_dim, padding_idx)

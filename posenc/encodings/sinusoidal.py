@@ -29,7 +29,8 @@ def check_base(base: float) -> float:
     return base
 
 
-def sinusoid_frequencies(dim: int, variant: str = "paper", dtype=torch.float32, base: float = SINUSOID_BASE) -> torch.Tensor:
+def sinusoid_frequencies(dim: int, variant: str = "paper", dtype=torch.float32,
+                         base: float = SINUSOID_BASE) -> torch.Tensor:
     """Angular frequency of each sin/cos pair, ``(D // 2,)``, highest (1) first, lowest ~1/base."""
     half = dim // 2
     i = torch.arange(half, dtype=dtype)

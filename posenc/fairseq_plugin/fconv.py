@@ -6,13 +6,15 @@ convolution input and the attention term built from the embeddings (e_j in the e
 therefore changes, or with ``none`` removes, the position signal in both at once.
 """
 
+from functools import partial
+
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_architecture
 from fairseq.models.fconv import FConvModel
 
 from posenc.encodings import NoPositionalEmbedding, SinusoidalPositionalEmbedding, fconv_learned_positions
-from posenc.kinds import FAMILY_KINDS
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
+from posenc.kinds import FAMILY_KINDS
 
 FCONV_KINDS = FAMILY_KINDS["fconv"]  # no attention logits to rotate: no rope
 STOCK_FCONV_ARCHS = ("fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr")
@@ -50,9 +52,9 @@ class PosencFConvModel(FConvModel):
                                       ("decoder", stock.decoder, args.max_target_positions)):
             kind = getattr(args, f"{side}_pos")
             stock_table = module.embed_positions
-            module.embed_positions = build_without_touching_rng(
-                lambda: fconv_positions(kind, stock_table, stock_table.embedding_dim, stock_table.padding_idx, max_arg, args),
-                side)
+            build = partial(fconv_positions, kind, stock_table, stock_table.embedding_dim, stock_table.padding_idx,
+                            max_arg, args)
+            module.embed_positions = build_without_touching_rng(build, side)
         return cls(stock.encoder, stock.decoder)
 
 

@@ -4,10 +4,9 @@ import argparse
 
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 
-from posenc.kinds import KINDS
 from posenc.encodings.defaults import ROPE_BASE, SINUSOID_BASE, SINUSOID_VARIANT, default_sinusoidal_scale
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, check_base
-
+from posenc.kinds import KINDS
 
 # The position settings fill_position_defaults resolves into the args (so checkpoints record them):
 # everything in which a posenc architecture's resolved args may differ from the stock one's.
@@ -35,7 +34,8 @@ def add_position_args(parser, allowed_kinds=KINDS):
     parser.add_argument("--decoder-pos", choices=kinds, default=None,
                         help="position signal of the decoder (target side); unset: the stock model's")
     parser.add_argument("--sinusoidal-variant", choices=list(SINUSOID_VARIANTS), default=None,
-                        help="sinusoid layout: fairseq's concatenated halves (default) or the paper's interleaved pairs")
+                        help="sinusoid layout: fairseq's concatenated halves (default) or the paper's "
+                             "interleaved pairs")
     parser.add_argument("--sinusoidal-scale", type=float, default=None,
                         help="multiplier of the sinusoid table (default: 1 for the transformer; for fconv the "
                              "learned table's initial norm over the sinusoid's norm, 0.1*sqrt(2))")

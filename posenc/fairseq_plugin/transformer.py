@@ -9,16 +9,18 @@ signal. Cross-attention never gets one: source and target positions do not share
 system.
 """
 
+from functools import partial
+
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_architecture
 from fairseq.models.transformer import TransformerModel
 
 from posenc.encodings import AlibiBias, SinusoidalPositionalEmbedding, T5RelativeBias, transformer_learned_positions
 from posenc.encodings.attention_bias import is_causal, t5_init_std
-from posenc.kinds import ATTENTION_BIAS_KINDS, FAMILY_KINDS, SELF_ATTENTION_KINDS
 from posenc.fairseq_plugin.bias_attention import BiasedMultiheadAttention
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
 from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
+from posenc.kinds import ATTENTION_BIAS_KINDS, FAMILY_KINDS, SELF_ATTENTION_KINDS
 
 TRANSFORMER_KINDS = FAMILY_KINDS["transformer"]
 STOCK_TRANSFORMER_ARCHS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
@@ -65,7 +67,8 @@ def bias_self_attention(side_module, kind, side, num_heads, embed_dim):
     """Give the side its one bias module and every layer's self-attention a reference to it."""
     side_module.relative_attention_bias = attention_bias(kind, side, num_heads, embed_dim)
     for layer in side_module.layers:
-        layer.self_attn = BiasedMultiheadAttention.from_attention(layer.self_attn, side_module.relative_attention_bias, kind)
+        layer.self_attn = BiasedMultiheadAttention.from_attention(layer.self_attn, side_module.relative_attention_bias,
+                                                                  kind)
 
 
 @register_model("posenc_transformer")
@@ -85,17 +88,18 @@ class PosencTransformerModel(TransformerModel):
         if in_attention and getattr(args, "quant_noise_pq", 0):
             raise ValueError(f"posenc_transformer: {in_attention[0]} does not support --quant-noise-pq")
         model = super().build_model(args, task)
-        for side, module, max_arg, dim, heads in (
-                ("encoder", model.encoder, args.max_source_positions, args.encoder_embed_dim, args.encoder_attention_heads),
-                ("decoder", model.decoder, args.max_target_positions, args.decoder_embed_dim, args.decoder_attention_heads)):
+        sides = (("encoder", model.encoder, args.max_source_positions, args.encoder_embed_dim,
+                  args.encoder_attention_heads),
+                 ("decoder", model.decoder, args.max_target_positions, args.decoder_embed_dim,
+                  args.decoder_attention_heads))
+        for side, module, max_arg, dim, heads in sides:
             kind = getattr(args, f"{side}_pos")
-            module.embed_positions = build_without_touching_rng(
-                lambda: transformer_positions(kind, module.embed_positions, dim, module.padding_idx, max_arg, args),
-                side)
+            build = partial(transformer_positions, kind, module.embed_positions, dim, module.padding_idx, max_arg, args)
+            module.embed_positions = build_without_touching_rng(build, side)
             if kind == "rope":
-                build_without_touching_rng(lambda: rotate_self_attention(module.layers, args.rope_base), side)
+                build_without_touching_rng(partial(rotate_self_attention, module.layers, args.rope_base), side)
             elif kind in ATTENTION_BIAS_KINDS:
-                build_without_touching_rng(lambda: bias_self_attention(module, kind, side, heads, dim), side)
+                build_without_touching_rng(partial(bias_self_attention, module, kind, side, heads, dim), side)
         return model
 
 
