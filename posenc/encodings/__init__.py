@@ -13,19 +13,11 @@ from posenc.encodings.attention_bias import (
     alibi_slopes,
     relative_position_bucket,
 )
-from posenc.encodings.learned import (
-    LearnedPositionalEmbedding,
-    fconv_learned_positions,
-    transformer_learned_positions,
-)
+from posenc.encodings.learned import LearnedPositionalEmbedding, fconv_learned_positions, transformer_learned_positions
 from posenc.encodings.none import NoPositionalEmbedding
 from posenc.encodings.positions import make_positions, relative_positions
 from posenc.encodings.rotary import RotaryEmbedding
-from posenc.encodings.sinusoidal import (
-    SINUSOID_VARIANTS,
-    SinusoidalPositionalEmbedding,
-    sinusoid_table,
-)
+from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, SinusoidalPositionalEmbedding, sinusoid_table
 from posenc.kinds import KINDS  # re-exported; the one home is posenc.kinds
 
 __all__ = [
