@@ -49,7 +49,8 @@ def test_the_three_runs_differ_in_their_position_flags_only():
     for run in resolved.values():
         assert run["bf16"] and not run["tpu"] and run["world"] == 1
     stock, sinusoidal, rope = (resolved[n]["model"] for n in ("stock", "sinusoidal", "rope"))
-    assert stock["arch"] == "transformer_iwslt_de_en" and sinusoidal["arch"] == rope["arch"] == "posenc_transformer_iwslt_de_en"
+    assert stock["arch"] == "transformer_iwslt_de_en"
+    assert sinusoidal["arch"] == rope["arch"] == "posenc_transformer_iwslt_de_en"
     assert (stock["encoder_embed_dim"], stock["encoder_ffn_embed_dim"], stock["encoder_layers"],
             stock["encoder_attention_heads"], stock["decoder_layers"]) == ("512", "1024", "6", "4", "6")
     assert (rope["encoder_pos"], rope["decoder_pos"]) == ("rope", "rope")
