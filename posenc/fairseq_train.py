@@ -1,5 +1,6 @@
 """``python -m posenc.fairseq_train ARGS``: fairseq-train, except that ``--bf16``
-trains in bfloat16 on the GPU instead of asking for a TPU.
+trains in bfloat16 on the GPU instead of asking for a TPU, and that SIGTERM saves a checkpoint at
+once and stops (``posenc.trainer_stop``) instead of killing the process.
 
 fairseq's option post-processing turns every ``--bf16`` into ``--tpu`` (``fairseq/options.py``;
 fairseq issue #4696), so stock ``fairseq-train --bf16`` on a CUDA machine looks for torch_xla and
@@ -8,18 +9,47 @@ copies, no loss scaling); only that coupling is in the way. This entry parses th
 fairseq's own parser, keeps ``--tpu`` only when it was asked for, and runs fairseq-train's
 ``main`` through fairseq's own launcher, as ``fairseq_cli.train.cli_main`` does. It lives outside the plugin
 package so that nothing imports fairseq before ``fairseq_cli.train`` sets up fairseq's logging. The harness uses
-it only for ``precision=bf16``; every other cell runs the stock ``fairseq-train``.
+it for every cell: a SLURM time limit, a preemption or an ``scancel`` then loses no training.
+
+Save and stop: fairseq's training loop calls ``fairseq_cli.train.validate_and_save`` after every
+update; this entry wraps that function (fairseq-fixed 0.12.3.1, pinned in pyproject.toml; the test
+``tests/test_slurm_world.py`` fails loudly if the function moves). Once a stop was asked for, the
+wrapper saves ``checkpoint_last.pt`` with fairseq's own ``checkpoint_utils.save_checkpoint`` and
+tells the loop to stop; with several GPUs the ranks agree (an all-reduce of the request) so that
+all stop after the same update.
 """
 
-# fairseq_cli.train first: importing it sets up fairseq's log format (``| INFO | valid | {...}``,
+import signal  # isort: skip
+import sys  # isort: skip
+
+from posenc.trainer_stop import IGNORED, SAVE_AND_STOP, STOPPED_EXIT, STOPPED_MARK  # isort: skip
+
+_STOP = {"asked": False, "saved_at": None}
+
+
+def _ask(signum, frame) -> None:
+    _STOP["asked"] = True
+
+
+def install_handlers() -> None:
+    signal.signal(SAVE_AND_STOP, _ask)
+    for signum in IGNORED:
+        signal.signal(signum, signal.SIG_IGN)
+
+
+if __name__ == "__main__":  # the trainer's own process (not a test importing it), before fairseq's imports:
+    install_handlers()       # a stop asked for during those seconds is kept and acted on at the first update
+
+# fairseq_cli.train next: importing it sets up fairseq's log format (``| INFO | valid | {...}``,
 # on stdout) before anything else imports fairseq, exactly as in the stock fairseq-train script.
-from fairseq_cli import train  # isort: skip
+from fairseq_cli import train  # noqa: E402  isort: skip
 
-import sys  # noqa: E402
-
-from fairseq import options  # noqa: E402
+import torch  # noqa: E402
+from fairseq import checkpoint_utils, options  # noqa: E402
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf  # noqa: E402
 from fairseq.distributed import utils as distributed_utils  # noqa: E402
+
+_STOCK_VALIDATE_AND_SAVE = train.validate_and_save
 
 
 def parse(argv):
@@ -30,8 +60,37 @@ def parse(argv):
     return convert_namespace_to_omegaconf(args)
 
 
+def stop_agreed(trainer) -> bool:
+    """Whether any rank was asked to stop (every rank takes part, after every update)."""
+    if trainer.data_parallel_world_size <= 1:
+        return _STOP["asked"]
+    flag = torch.tensor([1.0 if _STOP["asked"] else 0.0], device=trainer.device)
+    distributed_utils.all_reduce(flag, group=trainer.data_parallel_process_group, op="max")
+    return bool(flag.item() > 0)
+
+
+def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):
+    """fairseq's own, unless a stop was asked for: then save now and stop."""
+    if not stop_agreed(trainer):
+        return _STOCK_VALIDATE_AND_SAVE(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
+    checkpoint_utils.save_checkpoint(cfg.checkpoint, trainer, epoch_itr, None)
+    _STOP["saved_at"] = trainer.get_num_updates()
+    return [None], True
+
+
+def train_main(cfg, **kwargs) -> None:
+    """fairseq-train's ``main`` in each training process (spawned ranks install the handlers too)."""
+    install_handlers()
+    train.main(cfg, **kwargs)
+    if _STOP["saved_at"] is not None:
+        print(f"{STOPPED_MARK} {_STOP['saved_at']}", flush=True)
+
+
 def main(argv=None) -> None:
-    distributed_utils.call_main(parse(sys.argv[1:] if argv is None else argv), train.main)
+    train.validate_and_save = validate_and_save
+    distributed_utils.call_main(parse(sys.argv[1:] if argv is None else argv), train_main)
+    if _STOP["asked"]:
+        sys.exit(STOPPED_EXIT)
 
 
 if __name__ == "__main__":

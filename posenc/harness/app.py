@@ -9,7 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 from posenc.corpora import CorpusError
-from posenc.harness import signals
+from posenc.harness import signals, slurm_job
 from posenc.harness.cell import run_cell
 from posenc.harness.outcome import SWEEP_EXIT
 from posenc.harness.parallel import cell_resources
@@ -78,6 +78,13 @@ def run_job(cfg) -> None:
     except signals.StopRequested as stop:  # before the cell's training started
         progress.say(f"not started: {stop}")
         record = None
+    if signals.STOP.requested and slurm_job.job_id():  # requeue the job, or let it end, as the stop asks
+        cause = signals.STOP.cause or slurm_job.stop_cause(signals.STOP.signum)
+        status = record and record["status"]
+        slurm_job.hand_over(record, cause)
+        if record and record["status"] != status:
+            write_result(job_dir, record)
+            progress.say(f"FAILED: {record['error']}")
     if multirun:
         return  # a sweep goes on to the next cell (or past the rest, when interrupted); its end reports
     if signals.STOP.requested:

@@ -6,7 +6,6 @@ A cell resumes where it stopped (``posenc.harness.resume``), runs under a per-ce
 """
 
 import shutil
-import signal
 import time
 import traceback
 from pathlib import Path
@@ -18,7 +17,7 @@ from posenc.corpora import prepare_corpus
 from posenc.harness import resume
 from posenc.harness.commands import commands_script, generate_command, train_command
 from posenc.harness.failures import non_finite_loss
-from posenc.harness.fairseq_logs import hypotheses_by_id, last_saved_update, training_fields
+from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
 from posenc.harness.limits import step_limits
 from posenc.harness.lock import cell_lock
 from posenc.harness.precision import check_gpu_settings, check_hardware
@@ -28,7 +27,8 @@ from posenc.harness.records import base_record, config_hash, write_result
 from posenc.report.records import HYPOTHESES_FILE, read_result, time_capped
 from posenc.harness.runtime import added_environment, child_environment
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
-from posenc.harness.signals import StopRequested
+from posenc.harness.signals import STOP, StopRequested
+from posenc.harness.slurm_job import requeues, stop_cause
 from posenc.harness.spec import cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
 from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
@@ -110,7 +110,11 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
     except (StepFailed, IncompleteOutput) as err:
         record["error"] = str(err)
     except StopRequested as stop:
-        record.update(status="interrupted", error=interrupted_reason(stop, phase, job_dir))
+        STOP.cause = stop_cause(stop.signum)
+        record.update(status="interrupted", error=interrupted_reason(STOP.cause, phase, job_dir))
+        stuck = no_progress(job_dir) if phase == "fairseq-train" and requeues(STOP.cause) else ""
+        if stuck:  # a requeue would start where this run did: fail instead of looping until the requeues run out
+            record.update(status="failed", error=f"{STOP.cause.split(':')[0]}, but {stuck}; not requeued")
     except Exception as err:  # recorded, never lost: the traceback goes to error.log
         record["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
         write_text_atomic(job_dir / "error.log", traceback.format_exc())
@@ -150,16 +154,33 @@ def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resum
     return training
 
 
-def interrupted_reason(stop: StopRequested, phase: str, job_dir: Path) -> str:
-    name = signal.Signals(stop.signum).name
-    if phase != "fairseq-train":
-        return f"interrupted by {name} during {phase}; training is finished: a rerun scores it"
+def _train_log(job_dir: Path) -> list:
     log = job_dir / "train.log"
-    lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
-    saved = last_saved_update(lines)
+    return log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+
+
+def interrupted_reason(cause: str, phase: str, job_dir: Path) -> str:
+    """``cause`` (``interrupted by SIGTERM``, ``SLURM time limit: requeued``, ...) and what is kept."""
+    again = "the requeued job" if requeues(cause) else "a rerun"
+    if phase != "fairseq-train":
+        return f"{cause} during {phase}; training is finished: {again} scores it"
+    saved = last_saved_update(_train_log(job_dir))
     if saved is None:
-        return f"interrupted by {name} during {phase}, before its first checkpoint: a rerun starts it afresh"
-    return f"interrupted by {name} during {phase}; its checkpoint at update {saved} is kept: a rerun resumes from it"
+        return f"{cause} during {phase}, before its first checkpoint: {again} starts it afresh"
+    return f"{cause} during {phase}; its checkpoint at update {saved} is kept: {again} resumes from it"
+
+
+def no_progress(job_dir: Path) -> str:
+    """Why the training run just stopped got nowhere (no checkpoint beyond the one it resumed
+    from), or "" when it saved progress."""
+    lines = _train_log(job_dir)
+    saved, start = last_saved_update(lines), resumed_from(lines)
+    runs = sum(NEW_RUN in line for line in lines)
+    if saved is not None and saved > start:
+        return ""
+    if runs <= 1 and saved is None:
+        return "no progress: stopped before its first checkpoint, in its first run"
+    return f"no progress since the last requeue: stopped at update {saved or 0}, where it resumed from"
 
 
 def each_line(*callbacks):

@@ -16,6 +16,7 @@ import threading
 
 from posenc.harness.fairseq_logs import save_began, save_ended
 from posenc.harness.signals import HANDLED
+from posenc.trainer_stop import IGNORED, SAVE_AND_STOP
 
 PR_SET_PDEATHSIG = 1
 SAVE_GRACE_S = 120   # longest wait for a begun checkpoint save (a GPU-sized one takes seconds)
@@ -29,8 +30,11 @@ except (OSError, AttributeError):  # not Linux: the harness still kills its chil
 
 def child_setup(parent_pid: int):
     """The ``preexec_fn`` of a fairseq child: die with the parent; take the signals the parent
-    held back while starting it (``signals.deferred``)."""
+    held back while starting it (``signals.deferred``); ignore SLURM's time-limit warning (an
+    ignored signal stays ignored across exec; the harness turns it into a save-and-stop)."""
     def setup():
+        for signum in IGNORED:
+            signal.signal(signum, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
         if _prctl is not None:
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -80,7 +84,7 @@ class GracefulStop:
             self._later(SAVE_GRACE_S, self._terminate)
 
     def _terminate(self) -> None:
-        kill_group(self.proc, signal.SIGTERM)
+        kill_group(self.proc, SAVE_AND_STOP)  # the trainer saves at once and stops (posenc.trainer_stop)
         self._later(TERM_GRACE_S, kill_group, self.proc)
 
     def _later(self, seconds, fn, *args) -> None:

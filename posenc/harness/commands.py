@@ -34,7 +34,7 @@ def flags(options: dict) -> list:
 def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
     budget = cfg.budget
     return [
-        *train_program(cfg, fairseq_tool("fairseq-train")), str(bin_dir),
+        *train_program(), str(bin_dir),
         "--user-dir", str(PLUGIN_DIR),
         "--task", "translation",
         "--arch", spec.arch,

@@ -13,8 +13,9 @@ from posenc.harness.spec import ConfigError
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 
-# The stock trainer, except that --bf16 trains on the GPU instead of asking for a TPU (see the module).
-BF16_TRAINER = ("-m", "posenc.fairseq_train")
+# The stock trainer, except that --bf16 trains on the GPU instead of asking for a TPU and that SIGTERM saves
+# a checkpoint at once and stops (see posenc/fairseq_train.py).
+TRAINER = ("-m", "posenc.fairseq_train")
 
 
 def check_gpu_settings(cfg) -> None:
@@ -28,9 +29,9 @@ def check_gpu_settings(cfg) -> None:
                           "allowed on the CPU: fp32, bf16")
 
 
-def train_program(cfg, stock_trainer: str) -> list:
-    """The program part of the training command: stock ``fairseq-train`` except for bf16."""
-    return [sys.executable, *BF16_TRAINER] if cfg.precision == "bf16" else [stock_trainer]
+def train_program() -> list:
+    """The program part of the training command: fairseq-train's ``main`` through ``posenc.fairseq_train``."""
+    return [sys.executable, *TRAINER]
 
 
 def train_flags(cfg) -> list:

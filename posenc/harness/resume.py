@@ -25,6 +25,7 @@ from posenc.atomic import copy_atomic, write_json_atomic
 from posenc.harness.fairseq_logs import NEW_RUN, training_fields
 from posenc.harness.records import config_hash
 from posenc.report.records import HYPOTHESES_FILE, RESULT_FILE
+from posenc.trainer_stop import STOPPED_MARK
 
 STATE_FILE = "state.json"
 CHECKPOINTS = "checkpoints"
@@ -117,8 +118,8 @@ def finished_in_log(job_dir: Path):
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     runs = [i for i, line in enumerate(lines) if NEW_RUN in line]
     last_run = lines[runs[-1]:] if runs else lines
-    if not any("done training in" in line for line in last_run):
-        return None
+    if not any("done training in" in line for line in last_run) or any(STOPPED_MARK in line for line in last_run):
+        return None  # a stop on request also ends with fairseq's "done training"
     training = training_fields(lines)
     return training if training["valid_ppl"] is not None else None
 

@@ -1,4 +1,5 @@
-"""SIGTERM and SIGINT to ``posenc-run`` (SLURM's preemption, a user's Ctrl-C): stop cleanly.
+"""SIGTERM, SIGINT and SIGUSR2 to ``posenc-run`` (SLURM's preemption, time limit and ``scancel``, a
+user's Ctrl-C): stop cleanly.
 
 The first signal asks the running fairseq step to stop (it keeps its last checkpoint; see
 ``posenc.harness.children``), the cell is recorded as ``interrupted`` and no further cell of the
@@ -9,6 +10,12 @@ group (Ctrl-C, ``kill -- -PGID``, SLURM) reaches them directly; one sent to ``po
 (``kill PID``) would leave them training, orphaned, so every process forwards what it receives to
 its joblib workers, and a worker takes the same signal arriving twice within ``SAME_STOP_S`` (group
 delivery plus forwarding) as one.
+
+Inside a SLURM job started by submitit, SIGUSR2 is submitit's warning that the time limit is near
+(``signal_delay_s`` before it). submitit's own handler requeues the job at once and exits, which
+would kill fairseq mid-update; here the warning first stops the cell like any other signal (fairseq
+saves a checkpoint, the cell is recorded ``interrupted``), and only then is submitit's handler
+called (``posenc.harness.slurm_job.hand_over``), which requeues the job.
 """
 
 import os
@@ -22,7 +29,7 @@ from pathlib import Path
 JOBLIB_WORKER = b"joblib.externals.loky.backend.popen_loky_posix"
 SAME_STOP_S = 1.0
 
-HANDLED = (signal.SIGTERM, signal.SIGINT)
+HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2)
 
 
 class StopRequested(BaseException):
@@ -42,6 +49,8 @@ class _Stop:
         self.first_at = 0.0      # when (time.monotonic())
         self.child = None        # the running fairseq step's GracefulStop, if any
         self.interruptible = False  # inside a cell's work: a signal may raise there
+        self.submitit_usr2 = None   # submitit's SIGUSR2 handler in a SLURM job (checkpoint and requeue)
+        self.cause = ""             # what the stop meant, once a cell recorded it (posenc.harness.slurm_job)
 
     @property
     def requested(self) -> bool:
@@ -107,7 +116,10 @@ def install() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     for signum in HANDLED:
-        if signal.getsignal(signum) is not _handler:
+        previous = signal.getsignal(signum)
+        if previous is not _handler:
+            if signum == signal.SIGUSR2 and callable(previous):
+                STOP.submitit_usr2 = previous
             signal.signal(signum, _handler)
 
 

@@ -1,0 +1,19 @@
+"""How the harness asks fairseq-train to save a checkpoint at once and stop, and how the trainer
+says it did: shared by the trainer entry (``posenc.fairseq_train``, inside fairseq's process) and
+the harness (``posenc.harness``), which never imports fairseq itself.
+
+- ``SAVE_AND_STOP`` (SIGTERM) to the trainer: it finishes the update it is in, saves
+  ``checkpoint_last.pt`` (no validation first: the time before a SIGKILL is short), prints
+  ``STOPPED_MARK`` and exits with ``STOPPED_EXIT``. fairseq's own stop path logs ``done training``
+  too; the mark after it says that training did not finish.
+- SIGUSR2 is ignored by the trainer: SLURM's warning of a time limit (submitit's ``--signal=USR2``)
+  goes to every process of the job, and USR2's default action would kill fairseq outright; the
+  harness turns it into a save-and-stop instead.
+"""
+
+import signal
+
+SAVE_AND_STOP = signal.SIGTERM
+IGNORED = (signal.SIGUSR2,)
+STOPPED_MARK = "posenc: training stopped on request, checkpoint saved at update"
+STOPPED_EXIT = 75  # EX_TEMPFAIL: try again later (resume)
