@@ -3,16 +3,21 @@ sweeps started on the same sweep directory) never both train it; the second wait
 then finds the cell finished and keeps it.
 
 The lock is the operating system's (``flock`` through filelock): it goes with its process, even
-one killed by SIGKILL, so a dead run never blocks a rerun.
+one killed by SIGKILL, so a dead run never blocks a rerun. The owner file names the SLURM job that
+holds the cell, if any, so that a rerun of a lost submitter waits for that job instead of
+submitting the cell again (``posenc.harness.slurm_launcher``).
 """
 
 import os
+import re
 import socket
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
+
+from posenc.harness.slurm_job import job_id
 
 LOCK_FILE = ".cell.lock"
 OWNER_FILE = ".cell.owner"
@@ -31,10 +36,18 @@ def cell_lock(job_dir: Path, say):
         lock.acquire()
         say(f"the other run let go of this cell after {time.monotonic() - started:.0f}s")
     try:
-        (job_dir / OWNER_FILE).write_text(f"pid {os.getpid()} on {socket.gethostname()}\n", encoding="utf-8")
+        slurm = job_id()
+        (job_dir / OWNER_FILE).write_text(f"pid {os.getpid()} on {socket.gethostname()}"
+                                          + (f" in SLURM job {slurm}" if slurm else "") + "\n", encoding="utf-8")
         yield
     finally:
         lock.release()
+
+
+def running_job(job_dir: Path) -> str:
+    """The SLURM job that last took this cell (whether it still runs is SLURM's to say), or ""."""
+    found = re.search(r"in SLURM job (\S+)", _owner(Path(job_dir)))
+    return found.group(1) if found else ""
 
 
 def _owner(job_dir: Path) -> str:

@@ -4,8 +4,16 @@
 fairseq picks the device itself: a GPU where torch sees one, else the CPU. ``gpus`` is passed as
 ``--distributed-world-size`` always, because fairseq's default is *every* visible GPU, which would
 make a cell's effective batch size (and so its result) depend on the machine it ran on.
+
+With more than one GPU, fairseq would also infer its world size from the environment
+(``fairseq.distributed.utils.infer_init_method``): inside a SLURM job with one task per node it takes
+every GPU of the node, joblib cells sharing an allocation derive one port from ``SLURM_JOB_ID``, a
+bare ``salloc`` shell crashes, and torchrun's variables set another world size. An explicit
+``--distributed-init-method tcp://localhost:<free port>`` skips all of that inference: the cell
+trains on the GPUs it asked for, on a port of its own. (One GPU or the CPU never infers anything.)
 """
 
+import socket
 import subprocess
 import sys
 
@@ -40,10 +48,23 @@ def train_flags(cfg) -> list:
     return precision + device_flags(cfg)
 
 
-def device_flags(cfg) -> list:
+def free_port() -> int:
+    """A TCP port no process on this machine listens on now (the kernel's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def device_flags(cfg, port: int = None) -> list:
     """The number of devices fairseq trains on; ``gpus=0``: one CPU process even where GPUs exist
-    (without the world size, fairseq would start one CPU process per visible GPU)."""
-    return ["--cpu", "--distributed-world-size", "1"] if cfg.gpus == 0 else ["--distributed-world-size", str(cfg.gpus)]
+    (without the world size, fairseq would start one CPU process per visible GPU). Several GPUs
+    get their own rendezvous (``port``, else a free one), whatever SLURM or torchrun variables say."""
+    if cfg.gpus == 0:
+        return ["--cpu", "--distributed-world-size", "1"]
+    if cfg.gpus == 1:
+        return ["--distributed-world-size", "1"]
+    return ["--distributed-world-size", str(cfg.gpus),
+            "--distributed-init-method", f"tcp://localhost:{port or free_port()}"]
 
 
 def needs_cuda(cfg) -> int:

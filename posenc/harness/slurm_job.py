@@ -92,6 +92,8 @@ def hand_over(record: dict, cause: str) -> None:
     submitit (``max_num_timeout`` used up) turns the record into a failure that names it."""
     if (record is not None and record.get("status") != "interrupted") or not requeues(cause):
         return
+    for signum in (signal.SIGTERM, signal.SIGUSR2):  # the requeue's own SIGTERM, a repeated warning: we are leaving
+        signal.signal(signum, signal.SIG_IGN)
     if cause == PREEMPTED:
         sys.exit(STOP.exit_status())  # SLURM starts the job again; no result, so the submitter keeps waiting
     from submitit.core.utils import UncompletedJobError

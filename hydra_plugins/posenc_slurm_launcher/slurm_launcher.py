@@ -1,0 +1,9 @@
+"""``hydra/launcher=slurm``'s class (``_target_`` in conf/hydra/launcher/slurm.yaml): Hydra instantiates
+a launcher only from a module under ``hydra_plugins``; everything it does is in
+``posenc.harness.slurm_launcher``."""
+
+from posenc.harness.slurm_launcher import PosencSlurmLauncher
+
+
+class SlurmLauncher(PosencSlurmLauncher):
+    pass

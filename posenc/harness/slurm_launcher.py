@@ -1,0 +1,188 @@
+"""The ``slurm`` preset's launcher: Hydra's submitit SLURM launcher, with a submitter that notices
+what SLURM does to the cells' jobs and never trains a cell twice at once.
+
+Hydra's launcher waits on submitit's ``job.results()``, which learns a job's state from ``sacct``
+at most every few minutes (and never without accounting), and raises when a job ended without a
+result: a job cancelled while it was pending kept the submitter waiting, and one that ended badly
+stopped the sweep before its tables. This launcher submits the same array job with the same
+options, then polls ``squeue`` (every ``POLL_S``; ``sacct`` only for a job squeue no longer shows)
+and, for each cell,
+
+- takes the job's result when it wrote one (the cell's record is the cell's own);
+- when the job ended without a result (cancelled while pending, killed, a node that failed),
+  records the cell as ``interrupted`` (cancelled) or ``failed`` with SLURM's state as the reason,
+  keeping what the cell's own record says;
+- keeps waiting while the job is pending, running or requeued.
+
+A signal to the submitter stops the waiting (the jobs go on): the sweep writes its tables and its
+summary line and exits non-zero. A cell whose job from an earlier submitter still runs (the
+submitter was lost: an SSH session that died) is not submitted again; it is waited for.
+"""
+
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
+from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as HydraSlurmLauncher
+from omegaconf import OmegaConf
+
+from hydra._internal.config_loader_impl import get_overrides_dirname
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from posenc.harness.lock import running_job
+from posenc.harness.records import write_result
+from posenc.harness.signals import STOP
+from posenc.report.plan import override_values
+from posenc.report.records import read_result
+
+log = logging.getLogger(__name__)
+
+POLL_S = 5.0
+ALIVE = {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
+         "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "PREEMPTED", "RESV_DEL_HOLD"}
+RESULT_GRACE_S = 30.0  # a job that just ended may still be writing its result
+
+
+def queue_states(job_ids) -> dict:
+    """``{job id: state}`` for the jobs squeue still shows (array elements one by one)."""
+    if not job_ids:
+        return {}
+    try:
+        out = subprocess.run(["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T",
+                              "--jobs=" + ",".join(sorted(job_ids))], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return dict(line.strip().split("|", 1) for line in out.stdout.splitlines() if "|" in line)
+
+
+def accounted_state(job_id: str) -> str:
+    """The job's final state in SLURM's accounting, or "" without accounting."""
+    try:
+        out = subprocess.run(["sacct", "--noheader", "--parsable2", "--allocations", "--format=JobID,State",
+                              f"--jobs={job_id}"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    for line in out.stdout.splitlines():
+        jid, _, state = line.partition("|")
+        if jid == job_id:
+            return state.split()[0] if state else ""
+    return ""
+
+
+def override_dirname(overrides: list, naming) -> str:
+    """A cell's directory name, by Hydra's own rule (``hydra.job.override_dirname``)."""
+    return get_overrides_dirname(overrides=OverridesParser.create().parse_overrides(overrides),
+                                 exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep,
+                                 kv_sep=naming.kv_sep)
+
+
+def ended_without_result(cell_dir: Path, job_id: str, state: str, overrides=()) -> None:
+    """Record why a cell's job ended before the cell reported, keeping what its record says (a cell
+    that never started gets its identity from its overrides)."""
+    record = read_result(cell_dir)
+    if record and record.get("status") == "ok":
+        return
+    state = state or "ended (its final state is unknown: this cluster keeps no accounting)"
+    why = f"SLURM job {job_id} {state.lower() if state.isupper() else state} before the cell finished"
+    if record is None:
+        record = {**override_values(overrides), "status": "failed", "job_dir": str(cell_dir), "resumed_from_update": 0}
+    earlier = record.get("error")
+    record["status"] = "interrupted" if state.startswith("CANCELLED") else "failed"
+    record["error"] = why + (f"; the cell had said: {earlier}" if earlier else "")
+    write_result(cell_dir, record)
+
+
+def check_gpus(job_overrides, gpus_per_node) -> None:
+    """One array job has one ``--gpus-per-node`` (``gpus_per_node: ${gpus}`` is resolved once, from the
+    base config): a cell that asks for other GPUs is refused before anything is submitted."""
+    asked = {o.split("=", 1)[1] for overrides in job_overrides for o in overrides if o.split("=", 1)[0] == "gpus"}
+    other = sorted(asked - {str(gpus_per_node)})
+    if other:
+        print(f"posenc-run: error: gpus={','.join(other)} in a SLURM sweep whose jobs all get "
+              f"hydra.launcher.gpus_per_node={gpus_per_node} (one array job, one allocation size); allowed: "
+              f"one gpus value per command, e.g. posenc-run -m ... gpus={other[0]}", file=sys.stderr)
+        sys.exit(2)
+
+
+class PosencSlurmLauncher(HydraSlurmLauncher):
+    """``hydra/launcher=slurm``: Hydra's SLURM launcher (the same sbatch options, the same job code)
+    with its own waiting (see the module)."""
+
+    def _executor(self):
+        # The executor exactly as Hydra's launcher builds it (hydra-submitit-launcher 1.2's launch()).
+        import submitit
+        params = self.params
+        specific_init_keys = {"max_num_timeout"}
+        init_params = {"folder": params["submitit_folder"],
+                       **{f"{self._EXECUTOR}_{x}": y for x, y in params.items() if x in specific_init_keys}}
+        executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init_params)
+        baseparams = set(OmegaConf.structured(BaseQueueConf).keys())
+        executor.update_parameters(**{x if x in baseparams else f"{self._EXECUTOR}_{x}": y for x, y in params.items()
+                                      if x not in specific_init_keys | {"submitit_folder"}})
+        return executor
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        check_gpus(job_overrides, self.params.get("gpus_per_node"))
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        naming = self.config.hydra.job.config.override_dirname
+        cells, submit, watched = [], [], {}
+        for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
+            cell_dir = sweep_dir / override_dirname(list(overrides), naming)
+            cells.append(cell_dir)
+            elsewhere = running_job(cell_dir)
+            if elsewhere and queue_states([elsewhere]).get(elsewhere, "") in ALIVE:
+                log.info(f"\t#{idx} : running in SLURM job {elsewhere} of an earlier posenc-run: waiting for it")
+                watched[elsewhere] = cell_dir
+                continue
+            log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
+            submit.append((idx, overrides, cell_dir))
+        if submit:
+            params = [(list(o), "hydra.sweep.dir", i, f"job_id_for_{i}", Singleton.get_state()) for i, o, _ in submit]
+            jobs = self._executor().map_array(self, *zip(*params))
+            log.info(f"SLURM jobs {', '.join(j.job_id for j in jobs)} in {sweep_dir}")
+            watched.update({j.job_id: cell_dir for j, (_, _, cell_dir) in zip(jobs, submit)})
+            self._overrides = {j.job_id: list(o) for j, (_, o, _) in zip(jobs, submit)}
+            results = {j.job_id: j for j in jobs}
+        else:
+            results = {}
+        self._wait(watched, results)
+        return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED, _return_value=None) for o in job_overrides]
+
+    def _wait(self, watched: dict, jobs: dict) -> None:
+        """Until every watched job ended (or a signal to this process says to stop waiting)."""
+        gone_since = {}
+        while watched and not STOP.requested:
+            states = queue_states(list(watched))
+            for job_id, cell_dir in list(watched.items()):
+                job = jobs.get(job_id)
+                if job is not None and job.paths.result_pickle.exists():
+                    try:
+                        job.results()
+                    except Exception as err:  # the job's own code raised: the cell may not have said why
+                        ended_without_result(cell_dir, job_id, f"failed ({str(err).strip().splitlines()[-1][:300]})")
+                    del watched[job_id]
+                    continue
+                state = states.get(job_id, "")
+                if state in ALIVE:
+                    gone_since.pop(job_id, None)
+                    continue
+                first = gone_since.setdefault(job_id, time.monotonic())
+                if job is not None and time.monotonic() - first < RESULT_GRACE_S:
+                    continue  # just ended: its result may still be on its way
+                if job is None and (read_result(cell_dir) or {}).get("status") not in (None, "interrupted"):
+                    del watched[job_id]  # an earlier submitter's job, finished: its cell reported
+                    continue
+                ended_without_result(cell_dir, job_id, state or accounted_state(job_id),
+                                     getattr(self, "_overrides", {}).get(job_id, ()))
+                del watched[job_id]
+            if watched:
+                time.sleep(POLL_S)
+        if watched:
+            log.warning(f"stopped waiting; SLURM jobs {', '.join(watched)} go on (rerun the command to collect them)")

@@ -1,0 +1,118 @@
+"""A cell's world size and port are the ones it asked for, whatever SLURM or torchrun variables are
+in its environment: fairseq's own ``infer_init_method`` (what ``fairseq-train`` runs first), applied
+to the cell's composed training command, under the environment of a one-task SLURM job on a 4-GPU
+node, of a bare ``salloc`` shell and of a torchrun worker. No GPU needed: torch's device count is
+set to 4, as on such a node. The stock command (the same without the cell's rendezvous) is checked
+too, to show what the environment would do to it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hydra_helpers import without_fairseq_config_store  # noqa: F401 (autouse fixture)
+from test_scale_out import after, commands
+
+from posenc.harness.precision import TRAINER
+
+REPO = Path(__file__).resolve().parents[1]
+
+SLURM_4_GPU_NODE = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "gpu01", "SLURM_STEP_NODELIST": "gpu01",
+                    "SLURM_NNODES": "1", "SLURM_NTASKS": "1", "SLURM_NTASKS_PER_NODE": "1", "SLURM_NODEID": "0",
+                    "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_ARRAY_TASK_ID": "3"}
+BARE_SALLOC = {"SLURM_JOB_ID": "4243", "SLURM_JOB_NODELIST": "gpu01", "SLURM_NNODES": "1", "SLURM_NODEID": "0"}
+TORCHRUN = {"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "WORLD_SIZE": "8", "RANK": "3", "LOCAL_RANK": "3"}
+ENVIRONMENTS = {"slurm-4-gpu-node": SLURM_4_GPU_NODE, "bare-salloc": BARE_SALLOC, "torchrun": TORCHRUN}
+ALL_KEYS = set().union(*ENVIRONMENTS.values())
+
+
+# In a process of its own (fairseq's config conversion needs Hydra's global state untouched), with
+# the environment given, on a "4-GPU node": torch counts 4 devices, scontrol answers as SLURM's does.
+INFER = """
+import json, sys
+import torch
+torch.cuda.device_count = lambda: 4
+import posenc.fairseq_train as entry  # fairseq_cli.train first, as in the real trainer
+from fairseq.distributed import utils as distributed_utils
+cfg = entry.parse(sys.argv[1:])
+d, error = cfg.distributed_training, None
+try:
+    distributed_utils.infer_init_method(d)
+except Exception as err:  # what fairseq-train would die of
+    error = type(err).__name__
+print(json.dumps({"world_size": d.distributed_world_size, "init_method": d.distributed_init_method,
+                  "no_spawn": d.distributed_no_spawn, "error": error}))
+"""
+
+
+@pytest.fixture(scope="module")
+def scontrol(tmp_path_factory):
+    fake = tmp_path_factory.mktemp("bin")
+    (fake / "scontrol").write_text('#!/bin/sh\n[ "$1 $2" = "show hostnames" ] && echo "$3"\n')
+    (fake / "scontrol").chmod(0o755)
+    return fake
+
+
+def inferred(train_argv, environment, scontrol):
+    """fairseq's distributed config after its own inference, as fairseq-train would start under
+    ``environment`` (on top of this process's, without any SLURM or torchrun variable)."""
+    assert train_argv[:3] == [sys.executable, *TRAINER]
+    env = {k: v for k, v in os.environ.items() if k not in ALL_KEYS and not k.startswith("SLURM_")}
+    env.update(environment, PATH=f"{scontrol}:{os.environ['PATH']}")
+    proc = subprocess.run([sys.executable, "-c", INFER, *train_argv[3:]], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def without_rendezvous(argv):
+    i = argv.index("--distributed-init-method")
+    return argv[:i] + argv[i + 2:]
+
+
+@pytest.mark.parametrize("where", list(ENVIRONMENTS))
+def test_two_gpus_asked_for_are_two_on_the_cells_own_port(scontrol, where):
+    train, _ = commands("gpus=2", "model=fconv_small")
+    dist = inferred(train, ENVIRONMENTS[where], scontrol)
+    assert dist["world_size"] == 2
+    assert dist["init_method"] == after(train, "--distributed-init-method")
+    port = int(dist["init_method"].rsplit(":", 1)[1])
+    assert 1024 < port < 65536 and port != int(TORCHRUN["MASTER_PORT"])
+    assert not dist["no_spawn"] and dist["error"] is None
+
+
+def test_what_the_environment_does_to_the_stock_command(scontrol):
+    """Without the cell's rendezvous, fairseq's inference decides: the reason for it."""
+    stock = without_rendezvous(commands("gpus=2", "model=fconv_small")[0])
+    assert inferred(stock, SLURM_4_GPU_NODE, scontrol)["world_size"] == 4  # every GPU of the node: the batch doubles
+    assert inferred(stock, BARE_SALLOC, scontrol)["error"] == "TypeError"  # int(None): no SLURM_NTASKS*
+    torchrun = inferred(stock, TORCHRUN, scontrol)  # torchrun's world size, and waits for 7 peers it never started
+    assert torchrun["world_size"] == 8 and torchrun["init_method"] == "env://" and torchrun["no_spawn"]
+
+
+def test_two_cells_get_two_ports():
+    """joblib cells in one allocation: stock fairseq derives one port from SLURM_JOB_ID for both."""
+    first, second = (after(commands("gpus=2")[0], "--distributed-init-method") for _ in range(2))
+    assert first != second
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_one_device_never_infers_anything(scontrol, gpus):
+    train, _ = commands(f"gpus={gpus}")
+    assert "--distributed-init-method" not in train
+    dist = inferred(train, {**SLURM_4_GPU_NODE, **TORCHRUN}, scontrol)
+    assert dist["world_size"] == 1 and dist["init_method"] is None and dist["error"] is None
+
+
+def test_the_save_and_stop_hook_wraps_fairseqs_own_function():
+    """posenc.fairseq_train wraps fairseq_cli.train.validate_and_save; it must still be there, with
+    the signature the training loop calls it with (fairseq-fixed 0.12.3.1)."""
+    code = ("import inspect, posenc.fairseq_train as e; from fairseq_cli import train; "
+            "print(list(inspect.signature(e._STOCK_VALIDATE_AND_SAVE).parameters), "
+            "'validate_and_save(' in inspect.getsource(train.train))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip().splitlines()[-1] == \
+        "['cfg', 'trainer', 'task', 'epoch_itr', 'valid_subsets', 'end_of_epoch'] True", proc.stderr[-2000:]
