@@ -9,7 +9,7 @@ PIP    := $(PY) -m pip
 TORCH_SPEC ?= torch==2.13.0
 STAMP  := $(VENV)/.posenc-installed
 
-.PHONY: setup test test-fast lint table4 bench gpu-check clean-venv
+.PHONY: setup test test-fast lint table4 bench gpu-check clean-venv slurm-up slurm-down slurm-status
 
 setup: $(STAMP)
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The suite without the slow end-to-end tests (for quick iteration; CI runs everything).
 test-fast: setup
@@ -46,6 +46,15 @@ bench: setup
 # status 2 on a machine without one.
 gpu-check: setup
 	$(PY) scripts/gpu_check.py
+
+# A single-node SLURM on this machine (Debian/Ubuntu, as root) for the slurm preset and the tests
+# marked slurm: installs slurm-wlm and munge (and MariaDB + slurmdbd for accounting) when absent.
+slurm-up:
+	scripts/slurm_local.sh up
+slurm-down:
+	scripts/slurm_local.sh down
+slurm-status:
+	scripts/slurm_local.sh status
 
 clean-venv:
 	rm -rf $(VENV)

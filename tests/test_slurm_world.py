@@ -29,43 +29,48 @@ ENVIRONMENTS = {"slurm-4-gpu-node": SLURM_4_GPU_NODE, "bare-salloc": BARE_SALLOC
 ALL_KEYS = set().union(*ENVIRONMENTS.values())
 
 
-# In a process of its own (fairseq's config conversion needs Hydra's global state untouched), with
-# the environment given, on a "4-GPU node": torch counts 4 devices, scontrol answers as SLURM's does.
+# In one process of its own (fairseq's config conversion needs Hydra's global state untouched), on a
+# "4-GPU node": torch counts 4 devices, scontrol answers as SLURM's does. Each case: the training
+# command's arguments and the environment (on top of this process's, without SLURM or torchrun's).
 INFER = """
-import json, sys
+import json, os, sys
 import torch
 torch.cuda.device_count = lambda: 4
 import posenc.fairseq_train as entry  # fairseq_cli.train first, as in the real trainer
 from fairseq.distributed import utils as distributed_utils
-cfg = entry.parse(sys.argv[1:])
-d, error = cfg.distributed_training, None
-try:
-    distributed_utils.infer_init_method(d)
-except Exception as err:  # what fairseq-train would die of
-    error = type(err).__name__
-print(json.dumps({"world_size": d.distributed_world_size, "init_method": d.distributed_init_method,
-                  "no_spawn": d.distributed_no_spawn, "error": error}))
+base = dict(os.environ)
+out = []
+for argv, environment in json.loads(sys.stdin.read()):
+    os.environ.clear()
+    os.environ.update(base, **environment)
+    d, error = entry.parse(argv).distributed_training, None
+    try:
+        distributed_utils.infer_init_method(d)
+    except Exception as err:  # what fairseq-train would die of
+        error = type(err).__name__
+    out.append({"world_size": d.distributed_world_size, "init_method": d.distributed_init_method,
+                "no_spawn": d.distributed_no_spawn, "error": error})
+print(json.dumps(out))
 """
 
 
 @pytest.fixture(scope="module")
-def scontrol(tmp_path_factory):
+def infer(tmp_path_factory):
+    """``infer([[argv, environment], ...])``: fairseq's distributed config after its own inference,
+    as fairseq-train would start with each training command's ``argv`` (after the program) under
+    each ``environment``; all cases in one process (fairseq's import takes seconds)."""
     fake = tmp_path_factory.mktemp("bin")
     (fake / "scontrol").write_text('#!/bin/sh\n[ "$1 $2" = "show hostnames" ] && echo "$3"\n')
     (fake / "scontrol").chmod(0o755)
-    return fake
-
-
-def inferred(train_argv, environment, scontrol):
-    """fairseq's distributed config after its own inference, as fairseq-train would start under
-    ``environment`` (on top of this process's, without any SLURM or torchrun variable)."""
-    assert train_argv[:3] == [sys.executable, *TRAINER]
     env = {k: v for k, v in os.environ.items() if k not in ALL_KEYS and not k.startswith("SLURM_")}
-    env.update(environment, PATH=f"{scontrol}:{os.environ['PATH']}")
-    proc = subprocess.run([sys.executable, "-c", INFER, *train_argv[3:]], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=REPO)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    env["PATH"] = f"{fake}:{os.environ['PATH']}"
+
+    def run(cases):
+        proc = subprocess.run([sys.executable, "-c", INFER], input=json.dumps(cases), env=env, capture_output=True,
+                              text=True, timeout=600, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run
 
 
 def without_rendezvous(argv):
@@ -73,23 +78,23 @@ def without_rendezvous(argv):
     return argv[:i] + argv[i + 2:]
 
 
-@pytest.mark.parametrize("where", list(ENVIRONMENTS))
-def test_two_gpus_asked_for_are_two_on_the_cells_own_port(scontrol, where):
+def test_two_gpus_asked_for_are_two_on_the_cells_own_port(infer):
     train, _ = commands("gpus=2", "model=fconv_small")
-    dist = inferred(train, ENVIRONMENTS[where], scontrol)
-    assert dist["world_size"] == 2
-    assert dist["init_method"] == after(train, "--distributed-init-method")
-    port = int(dist["init_method"].rsplit(":", 1)[1])
-    assert 1024 < port < 65536 and port != int(TORCHRUN["MASTER_PORT"])
-    assert not dist["no_spawn"] and dist["error"] is None
+    for where, dist in zip(ENVIRONMENTS, infer([[train[3:], env] for env in ENVIRONMENTS.values()])):
+        assert dist["world_size"] == 2, where
+        assert dist["init_method"] == after(train, "--distributed-init-method"), where
+        port = int(dist["init_method"].rsplit(":", 1)[1])
+        assert 1024 < port < 65536 and port != int(TORCHRUN["MASTER_PORT"])
+        assert not dist["no_spawn"] and dist["error"] is None, where
 
 
-def test_what_the_environment_does_to_the_stock_command(scontrol):
+def test_what_the_environment_does_to_the_stock_command(infer):
     """Without the cell's rendezvous, fairseq's inference decides: the reason for it."""
-    stock = without_rendezvous(commands("gpus=2", "model=fconv_small")[0])
-    assert inferred(stock, SLURM_4_GPU_NODE, scontrol)["world_size"] == 4  # every GPU of the node: the batch doubles
-    assert inferred(stock, BARE_SALLOC, scontrol)["error"] == "TypeError"  # int(None): no SLURM_NTASKS*
-    torchrun = inferred(stock, TORCHRUN, scontrol)  # torchrun's world size, and waits for 7 peers it never started
+    stock = without_rendezvous(commands("gpus=2", "model=fconv_small")[0])[3:]
+    slurm, salloc, torchrun = infer([[stock, SLURM_4_GPU_NODE], [stock, BARE_SALLOC], [stock, TORCHRUN]])
+    assert slurm["world_size"] == 4  # every GPU of the node: the batch doubles
+    assert salloc["error"] == "TypeError"  # int(None): no SLURM_NTASKS* in a bare salloc shell
+    # torchrun's world size, and it waits for 7 peers that were never started
     assert torchrun["world_size"] == 8 and torchrun["init_method"] == "env://" and torchrun["no_spawn"]
 
 
@@ -99,12 +104,11 @@ def test_two_cells_get_two_ports():
     assert first != second
 
 
-@pytest.mark.parametrize("gpus", [0, 1])
-def test_one_device_never_infers_anything(scontrol, gpus):
-    train, _ = commands(f"gpus={gpus}")
-    assert "--distributed-init-method" not in train
-    dist = inferred(train, {**SLURM_4_GPU_NODE, **TORCHRUN}, scontrol)
-    assert dist["world_size"] == 1 and dist["init_method"] is None and dist["error"] is None
+def test_one_device_never_infers_anything(infer):
+    trains = [commands(f"gpus={gpus}")[0] for gpus in (0, 1)]
+    assert not any("--distributed-init-method" in train for train in trains)
+    for dist in infer([[train[3:], {**SLURM_4_GPU_NODE, **TORCHRUN}] for train in trains]):
+        assert dist["world_size"] == 1 and dist["init_method"] is None and dist["error"] is None
 
 
 def test_the_save_and_stop_hook_wraps_fairseqs_own_function():

@@ -1,0 +1,225 @@
+"""Sweeps on a real SLURM (the local one of ``scripts/slurm_local.sh up``): the smoke Table 4 through
+both SLURM launchers; a cell that outlives its time limit, requeued until it finishes by itself; a
+requeue by the scheduler (``scontrol requeue``); ``scancel``; and a submitter killed with SIGKILL,
+whose rerun trains no cell twice. Skipped, with one line, where no SLURM answers (``.ci/run``
+brings the local cluster up and fails if these were skipped)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from posenc.harness.slurm_job import CANCELLED, PREEMPTED
+from posenc.report.plan import planned_cells
+from test_harness_survival import processes_mentioning
+
+BIN = Path(sys.executable).parent
+SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
+              "data.generator.test_long=20"]
+# One core and little memory per cell: the local node has this machine's cores; no GPUs.
+ON_THE_NODE = ["hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "hydra.launcher.gpus_per_node=0"]
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+
+def slurm_answers() -> str:
+    """"" when a SLURM controller answers and has a node that can run jobs, else why not."""
+    try:
+        proc = subprocess.run(["sinfo", "--noheader", "--format=%t"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"no SLURM here ({type(err).__name__}: sinfo)"
+    if proc.returncode != 0:
+        return f"no SLURM controller answers ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'sinfo failed'})"
+    if not any(state.strip().rstrip("*") in ("idle", "mix", "alloc", "comp") for state in proc.stdout.split()):
+        return f"no SLURM node can run jobs (sinfo: {' '.join(proc.stdout.split())})"
+    return ""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    why = slurm_answers()
+    if why:
+        pytest.skip(f"{why}: bring the local one up with scripts/slurm_local.sh up")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    return tmp_path_factory.mktemp("slurm")
+
+
+def env_for(root):
+    env = {"POSENC_CACHE": str(root / "cache"), "PATH": f"{BIN}:{os.environ['PATH']}", "HOME": str(root)}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def command(sweep_dir, *args, launcher="slurm"):
+    return [str(BIN / "posenc-run"), "-m", *args, *SMALL_DATA, f"hydra/launcher={launcher}", *ON_THE_NODE,
+            f"hydra.launcher.name=posenc-test-{sweep_dir.name}", f"hydra.sweep.dir={sweep_dir}"]
+
+
+def start(root, sweep_dir, *args, launcher="slurm"):
+    out = open(root / f"{sweep_dir.name}.log", "w")
+    return subprocess.Popen(command(sweep_dir, *args, launcher=launcher), cwd=root, env=env_for(root), stdout=out,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def run(root, sweep_dir, *args, launcher="slurm", timeout=900):
+    proc = start(root, sweep_dir, *args, launcher=launcher)
+    proc.wait(timeout=timeout)
+    return proc.returncode, (root / f"{sweep_dir.name}.log").read_text()
+
+
+def records(sweep_dir) -> dict:
+    return {p.parent.name: json.loads(p.read_text()) for p in sweep_dir.glob("*/result.json")}
+
+
+def jobs_named(name: str) -> dict:
+    """``{job id: (state, reason)}`` of this test's jobs in the queue."""
+    out = subprocess.run(["squeue", "--noheader", "--array", f"--name={name}", "--format=%i|%T|%r"],
+                         capture_output=True, text=True, timeout=60).stdout
+    return {jid: (state, reason) for jid, state, reason in (line.split("|") for line in out.split())}
+
+
+def wait_for(condition, timeout=600, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def without_requeue_delay():
+    """SLURM holds a requeued job for 121 s before it may start again (its BeginTime; built in, not
+    configurable). The tests make such jobs eligible at once; nothing else about them changes."""
+    done = threading.Event()
+
+    def release():
+        while not done.wait(2):
+            out = subprocess.run(["squeue", "--noheader", "--array", "--states=PENDING", "--format=%i|%r"],
+                                 capture_output=True, text=True, timeout=60).stdout
+            for jid in (line.split("|")[0] for line in out.split() if line.endswith("|BeginTime")):
+                subprocess.run(["scontrol", "update", f"JobId={jid}", "StartTime=now"], capture_output=True, timeout=60)
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    yield
+    done.set()
+    thread.join(10)
+
+
+def trainers(sweep_dir) -> dict:
+    """``{cell directory name: number of training processes}`` running now."""
+    counts = {}
+    for cmd in processes_mentioning(str(sweep_dir)).values():
+        if "posenc.fairseq_train" in cmd:
+            cell = cmd.split(f"{sweep_dir}/", 1)[1].split("/", 1)[0]
+            counts[cell] = counts.get(cell, 0) + 1
+    return counts
+
+
+# --- the basic path ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("launcher,cells", [("slurm", ["experiment=table4"]),
+                                            ("submitit_slurm", ["experiment=table4", "placement=both,none",
+                                                                "seed=1"])])
+def test_the_smoke_table4_through_a_slurm_launcher(root, launcher, cells):
+    sweep = root / f"table4-{launcher}"
+    started = time.monotonic()
+    status, output = run(root, sweep, *cells, "budget=smoke", launcher=launcher)
+    wall = time.monotonic() - started
+    assert status == 0, output[-4000:]
+    planned = [c.dirname for c in planned_cells(sweep)]
+    got = records(sweep)
+    assert sorted(got) == sorted(planned) and {r["status"] for r in got.values()} == {"ok"}
+    assert (sweep / "table.md").exists() and (sweep / "results.csv").exists()
+    assert f"{len(planned)} cells: {len(planned)} ok" in output
+    print(f"{launcher}: {len(planned)} smoke cells in {wall:.0f} s")
+
+
+# --- a time limit, a requeue by the scheduler -----------------------------------------------------------
+
+def test_a_cell_longer_than_its_time_limit_finishes_by_itself(root, without_requeue_delay):
+    """Training of about three times the 1-minute limit: SLURM warns (USR2) 20 s before the limit,
+    the cell saves and is requeued, again and again, and ends with every planned epoch trained."""
+    sweep = root / "time-limit"
+    status, output = run(root, sweep, "budget=smoke", "budget.max_epoch=3", "budget.max_update=0", "placement=both",
+                         "seed=1", "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=20")
+    assert status == 0, output[-4000:]
+    (record,) = records(sweep).values()
+    assert record["status"] == "ok" and record["error"] == ""
+    assert record["resumed_from_update"] > 0 and record["stopped_by"] == "max_epoch" and record["epochs"] == 3
+    log = next(sweep.glob("*/train.log")).read_text()
+    assert log.count("posenc: training stopped on request") >= 1  # saved at once on the warning
+
+
+def test_scontrol_requeue_resumes_the_cell_from_its_checkpoint(root, without_requeue_delay):
+    sweep = root / "requeue"
+    proc = start(root, sweep, "budget=smoke", "budget.max_epoch=3", "budget.max_update=0", "placement=none", "seed=1")
+    cell_log = lambda: next(sweep.glob("*/train.log"), None)  # noqa: E731
+    wait_for(lambda: cell_log() and '"train_inner"' in cell_log().read_text() or
+             cell_log() and '"epoch": 1' in cell_log().read_text(), what="training under way")
+    (jid,) = jobs_named(f"posenc-test-{sweep.name}")
+    subprocess.run(["scontrol", "requeue", jid], check=True, timeout=60)
+    interrupted = wait_for(lambda: next((r for r in records(sweep).values() if r["status"] == "interrupted"), None),
+                           timeout=120, what="the interrupted record")
+    assert interrupted["error"].startswith(f"{PREEMPTED} during fairseq-train; its checkpoint at update ")
+    assert proc.wait(timeout=900) == 0, (root / "requeue.log").read_text()[-4000:]
+    (record,) = records(sweep).values()
+    assert record["status"] == "ok" and record["resumed_from_update"] > 0 and record["stopped_by"] == "max_epoch"
+
+
+# --- cancellation, a lost submitter -------------------------------------------------------------------
+
+def test_scancel_gives_interrupted_records_and_the_submitter_stops_within_a_minute(root):
+    sweep = root / "cancel"
+    proc = start(root, sweep, "budget=smoke", "budget.max_epoch=5", "budget.max_update=0", "placement=both,none,source",
+                 "seed=1")
+    name = f"posenc-test-{sweep.name}"
+    wait_for(lambda: len(trainers(sweep)) == 2, what="two cells training, one pending")
+    (array,) = {jid.split("_")[0] for jid in jobs_named(name)}
+    cancelled = time.monotonic()
+    subprocess.run(["scancel", array], check=True, timeout=60)
+    status = proc.wait(timeout=120)
+    took = time.monotonic() - cancelled
+    output = (root / "cancel.log").read_text()
+    assert status != 0 and took < 60, (took, output[-3000:])
+    got = records(sweep)
+    assert len(got) == 3 and {r["status"] for r in got.values()} == {"interrupted"}, got
+    reasons = sorted(r["error"] for r in got.values())
+    assert sum(e.startswith(f"{CANCELLED} during fairseq-train") for e in reasons) == 2, reasons
+    assert sum(e.startswith("SLURM job ") and " cancelled before the cell finished" in e for e in reasons) == 1, reasons
+    assert "3 cells: 0 ok, 3 interrupted" in output and (sweep / "table.md").exists()
+    print(f"scancel: the submitter exited {took:.0f} s later")
+
+
+def test_a_killed_submitter_rerun_trains_no_cell_twice(root):
+    sweep = root / "lost"
+    args = ("budget=smoke", "budget.max_epoch=3", "budget.max_update=0", "placement=both,none", "seed=1")
+    first = start(root, sweep, *args)
+    wait_for(lambda: len(trainers(sweep)) == 2, what="both cells training")
+    first.send_signal(signal.SIGKILL)  # the SSH session died
+    first.wait(timeout=60)
+    assert len(jobs_named(f"posenc-test-{sweep.name}")) == 2  # the jobs go on
+    rerun = start(root, sweep, *args)
+    most = {}
+    while rerun.poll() is None:
+        for cell, n in trainers(sweep).items():
+            most[cell] = max(most.get(cell, 0), n)
+        time.sleep(0.5)
+    output = (root / "lost.log").read_text()
+    assert rerun.returncode == 0, output[-4000:]
+    assert most and max(most.values()) == 1, most
+    assert output.count("of an earlier posenc-run: waiting for it") == 2
+    got = records(sweep)
+    assert len(got) == 2 and {r["status"] for r in got.values()} == {"ok"}
+
