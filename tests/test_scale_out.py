@@ -54,18 +54,19 @@ def test_the_hydra_parent_imports_neither_torch_nor_fairseq_with_these_features(
 
 # --- precision and GPUs per cell --------------------------------------------------------------------
 
-def test_fp32_is_stock_fairseq_train_on_one_device():
+def test_fp32_is_fairseq_trains_main_through_the_entry_on_one_device():
     train, generate = commands()
-    assert Path(train[0]).name == "fairseq-train"
+    assert train[:3] == [sys.executable, "-m", "posenc.fairseq_train"]  # stock main; SIGTERM saves and stops
     assert "--fp16" not in train and "--bf16" not in train and "--cpu" not in train
     # fairseq's default world size is every visible GPU; a cell's batch must not depend on the machine.
     assert after(train, "--distributed-world-size") == "1"
     assert "--cpu" not in generate and "--fp16" not in generate
 
 
-def test_fp16_adds_fairseqs_flag_to_the_stock_trainer():
+def test_fp16_adds_fairseqs_flag_to_the_trainer():
     train, generate = commands("precision=fp16")
-    assert Path(train[0]).name == "fairseq-train" and train.count("--fp16") == 1 and "--bf16" not in train
+    assert train[:3] == [sys.executable, "-m", "posenc.fairseq_train"] and train.count("--fp16") == 1
+    assert "--bf16" not in train
     assert "--fp16" not in generate  # generation runs in fp32
 
 

@@ -89,7 +89,8 @@ def ended_without_result(cell_dir: Path, job_id: str, state: str, overrides=()) 
     if record and record.get("status") == "ok":
         return
     state = state or "ended (its final state is unknown: this cluster keeps no accounting)"
-    why = f"SLURM job {job_id} {state.lower() if state.isupper() else state} before the cell finished"
+    word, _, rest = state.partition(" ")
+    why = f"SLURM job {job_id} {word.lower() if word.isupper() else word}{' ' + rest if rest else ''} before the cell finished"
     if record is None:
         record = {**override_values(overrides), "status": "failed", "job_dir": str(cell_dir), "resumed_from_update": 0}
     earlier = record.get("error")

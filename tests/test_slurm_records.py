@@ -1,0 +1,118 @@
+"""Every path by which the SLURM code writes a cell record that is not ok names its reason, and the
+reasons follow what SLURM says (no SLURM needed: its answers are given as ``scontrol`` prints them)."""
+
+import json
+import signal
+
+import pytest
+
+from posenc.harness import cell, slurm_job
+from posenc.harness.signals import STOP
+from posenc.harness.slurm_launcher import check_gpus, ended_without_result
+
+# fairseq's own log lines (a first run that saved at update 16, a second that resumed from it).
+FIRST_RUN = ["2026-12-01 08:27:40 | INFO | fairseq.checkpoint_utils | Preparing to load checkpoint ckpt/checkpoint_last.pt",
+             "2026-12-01 08:27:40 | INFO | fairseq.trainer | No existing checkpoint found ckpt/checkpoint_last.pt",
+             "2026-12-01 08:28:10 | INFO | fairseq.checkpoint_utils | Saved checkpoint ckpt/checkpoint_last.pt "
+             "(epoch 6 @ 16 updates, score None) (writing took 0.2 seconds)"]
+SECOND_RUN = ["2026-12-01 08:29:40 | INFO | fairseq.checkpoint_utils | Preparing to load checkpoint ckpt/checkpoint_last.pt",
+              "2026-12-01 08:29:41 | INFO | fairseq.trainer | Loaded checkpoint ckpt/checkpoint_last.pt "
+              "(epoch 6 @ 16 updates)"]
+SAVED_AGAIN = ["2026-12-01 08:30:20 | INFO | fairseq.checkpoint_utils | Saved checkpoint ckpt/checkpoint_last.pt "
+               "(epoch 7 @ 19 updates, score None) (writing took 0.2 seconds)"]
+
+
+def train_log(tmp_path, lines):
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_a_requeue_that_made_progress_and_one_that_did_not(tmp_path):
+    assert cell.no_progress(train_log(tmp_path, FIRST_RUN)) == ""
+    assert cell.no_progress(train_log(tmp_path, FIRST_RUN + SECOND_RUN + SAVED_AGAIN)) == ""
+    assert cell.no_progress(train_log(tmp_path, FIRST_RUN + SECOND_RUN)) == \
+        "no progress since the last requeue: stopped at update 16, where it resumed from"
+    assert cell.no_progress(train_log(tmp_path, FIRST_RUN[:2])) == \
+        "no progress: stopped before its first checkpoint, in its first run"
+
+
+def test_interrupted_reasons_name_the_cause_and_what_is_kept(tmp_path):
+    job = train_log(tmp_path, FIRST_RUN)
+    assert cell.interrupted_reason(slurm_job.TIME_LIMIT, "fairseq-train", job) == \
+        "SLURM time limit: requeued during fairseq-train; its checkpoint at update 16 is kept: the requeued job resumes from it"
+    assert cell.interrupted_reason(slurm_job.CANCELLED, "fairseq-train", job) == \
+        "cancelled (scancel) during fairseq-train; its checkpoint at update 16 is kept: a rerun resumes from it"
+    assert cell.interrupted_reason("interrupted by SIGINT", "fairseq-generate (test)", job) == \
+        "interrupted by SIGINT during fairseq-generate (test); training is finished: a rerun scores it"
+
+
+@pytest.mark.parametrize("fields,restarted_before,cause", [
+    ({"JobState": "COMPLETING", "Restarts": "1", "RunTime": "00:00:31", "TimeLimit": "00:10:00"}, "0", slurm_job.PREEMPTED),
+    ({"JobState": "COMPLETING", "Restarts": "2", "RunTime": "00:00:31", "TimeLimit": "00:10:00"}, "1", slurm_job.PREEMPTED),
+    ({"JobState": "COMPLETING", "Restarts": "1", "RunTime": "00:00:31", "TimeLimit": "00:10:00"}, "1", slurm_job.CANCELLED),
+    ({"JobState": "COMPLETING", "Restarts": "0", "RunTime": "00:01:00", "TimeLimit": "00:01:00"}, None, slurm_job.AT_LIMIT),
+    ({"JobState": "COMPLETING", "Restarts": "0", "RunTime": "1-00:00:02", "TimeLimit": "1-00:00:00"}, None,
+     slurm_job.AT_LIMIT),
+    ({}, None, slurm_job.CANCELLED),  # scontrol did not answer: the safe reading (no requeue is promised)
+])
+def test_why_slurm_sent_sigterm(fields, restarted_before, cause):
+    environ = {} if restarted_before is None else {"SLURM_RESTART_COUNT": restarted_before}
+    assert slurm_job.sigterm_cause(fields, environ) == cause
+
+
+def test_a_job_id_is_the_array_element_where_there_is_one():
+    assert slurm_job.job_id({"SLURM_JOB_ID": "17", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "3"}) == "12_3"
+    assert slurm_job.job_id({"SLURM_JOB_ID": "17"}) == "17" and slurm_job.job_id({}) == ""
+
+
+def test_a_job_that_ended_without_a_result(tmp_path):
+    never_started = tmp_path / "a"
+    never_started.mkdir()
+    ended_without_result(never_started, "12_2", "CANCELLED by 0", ["placement=none", "seed=2"])
+    record = json.loads((never_started / "result.json").read_text())
+    assert (record["status"], record["placement"], record["seed"]) == ("interrupted", "none", 2)
+    assert record["error"] == "SLURM job 12_2 cancelled by 0 before the cell finished"
+
+    requeued = tmp_path / "b"
+    requeued.mkdir()
+    (requeued / "result.json").write_text(json.dumps({"status": "interrupted", "placement": "both",
+                                                      "error": "SLURM time limit: requeued during fairseq-train"}))
+    ended_without_result(requeued, "12_1", "")  # no accounting: squeue no longer shows it
+    record = json.loads((requeued / "result.json").read_text())
+    assert record["status"] == "failed" and record["placement"] == "both"
+    assert record["error"] == ("SLURM job 12_1 ended (its final state is unknown: this cluster keeps no accounting) "
+                               "before the cell finished; the cell had said: SLURM time limit: requeued during "
+                               "fairseq-train")
+
+    finished = tmp_path / "c"
+    finished.mkdir()
+    (finished / "result.json").write_text(json.dumps({"status": "ok", "error": ""}))
+    ended_without_result(finished, "12_0", "FAILED")
+    assert json.loads((finished / "result.json").read_text()) == {"status": "ok", "error": ""}
+
+
+def test_submitit_refusing_the_requeue_makes_a_failure_that_says_so(monkeypatch):
+    from submitit.core.utils import UncompletedJobError
+
+    def refuse(signum, frame):
+        raise UncompletedJobError("Job not requeued because: timed-out too many times.")
+    monkeypatch.setattr(STOP, "submitit_usr2", refuse)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR2)}
+    try:
+        record = {"status": "interrupted", "error": "SLURM time limit: requeued during fairseq-train"}
+        slurm_job.hand_over(record, slurm_job.TIME_LIMIT)
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert record == {"status": "failed", "error": "SLURM time limit: requeued during fairseq-train; but not requeued: "
+                                                   "Job not requeued because: timed-out too many times. "
+                                                   "(hydra.launcher.max_num_timeout); a rerun resumes it"}
+
+
+def test_a_sweep_over_gpus_is_refused_under_slurm(capsys):
+    check_gpus([["placement=both", "gpus=2"]], 2)  # the one value the array gets
+    with pytest.raises(SystemExit) as stop:
+        check_gpus([["gpus=1"], ["gpus=2"]], 1)
+    assert stop.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("posenc-run: error: gpus=2 in a SLURM sweep whose jobs all get hydra.launcher.gpus_per_node=1")
