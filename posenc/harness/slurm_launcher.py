@@ -46,7 +46,9 @@ log = logging.getLogger(__name__)
 POLL_S = 5.0
 ALIVE = {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
          "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "PREEMPTED", "RESV_DEL_HOLD"}
-RESULT_GRACE_S = 30.0  # a job that just ended may still be writing its result
+# A job that just ended may still be writing its result (a shared file system shows it late): seconds to
+# wait for it when squeue shows the job's final state, and when squeue no longer shows the job at all.
+RESULT_GRACE_S = (5.0, 30.0)
 
 
 def queue_states(job_ids) -> dict:
@@ -175,7 +177,7 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
                     gone_since.pop(job_id, None)
                     continue
                 first = gone_since.setdefault(job_id, time.monotonic())
-                if job is not None and time.monotonic() - first < RESULT_GRACE_S:
+                if job is not None and time.monotonic() - first < RESULT_GRACE_S[0 if state else 1]:
                     continue  # just ended: its result may still be on its way
                 if job is None and (read_result(cell_dir) or {}).get("status") not in (None, "interrupted"):
                     del watched[job_id]  # an earlier submitter's job, finished: its cell reported
