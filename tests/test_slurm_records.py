@@ -116,3 +116,41 @@ def test_a_sweep_over_gpus_is_refused_under_slurm(capsys):
     assert stop.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("posenc-run: error: gpus=2 in a SLURM sweep whose jobs all get hydra.launcher.gpus_per_node=1")
+
+
+
+# fairseq's own lines for each case (a list of device names per rank; none: a CPU run), one process.
+DEVICE_LOG = """
+import json, sys, types
+from fairseq_cli import train  # fairseq's log format, as in fairseq-train
+from fairseq import utils
+from fairseq.checkpoint_utils import logger as ckpt
+for i, names in enumerate(json.loads(sys.argv[1])):
+    print(f"=== case {i}", flush=True)
+    ckpt.info("Preparing to load checkpoint x/checkpoint_last.pt")
+    envs = [types.SimpleNamespace(name=name, major=9, minor=0, total_memory_in_GB=139.8) for name in names]
+    if envs:
+        utils.CudaEnvironment.pretty_print_cuda_env_list(envs)
+    sys.stdout.flush()
+"""
+DEVICES = [([], "cpu"), (["NVIDIA H200"], "cuda: NVIDIA H200 x1"), (["NVIDIA H200"] * 2, "cuda: NVIDIA H200 x2"),
+           (["NVIDIA A100-SXM4-80GB", "NVIDIA H200"], "cuda: NVIDIA A100-SXM4-80GB x1, NVIDIA H200 x1")]
+
+
+def test_the_record_names_the_device_that_trained():
+    """From the lines fairseq's own CudaEnvironment printer writes (a GPU run), or their absence."""
+    import subprocess
+    import sys
+    from posenc.harness.fairseq_logs import training_device
+    proc = subprocess.run([sys.executable, "-c", DEVICE_LOG, json.dumps([names for names, _ in DEVICES])],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cases = proc.stdout.split("=== case ")[1:]
+    assert len(cases) == len(DEVICES)
+    earlier_gpu_run = ["2026-12-01 08:00:00 | INFO | fairseq.utils | rank   0: capabilities =  9.0  ; "
+                       "total memory = 139.812 GB ; name = NVIDIA H200"]
+    for text, (_, device) in zip(cases, DEVICES):
+        lines = text.splitlines()
+        assert any("Preparing to load checkpoint" in line for line in lines), text
+        assert training_device(lines) == device
+        assert training_device(earlier_gpu_run + lines) == device  # only the last run counts

@@ -106,12 +106,30 @@ def stopped_by(log_lines) -> str:
     return "max_update" if "max_update" in reasons else TIME_CAP if TIME_CAP in reasons else "max_epoch"
 
 
+# fairseq's trainer prints each rank's CUDA device when it trains on CUDA (CudaEnvironment), nothing on the CPU.
+_CUDA_RANK = re.compile(r"\| fairseq\.utils \| rank +(\d+): capabilities = .*; name = (.*?)\s*$")
+
+
+def training_device(log_lines) -> str:
+    """What the last run in the log trained on: ``cpu``, or ``cuda: NVIDIA H200 x2`` (name, ranks)."""
+    names = {}
+    for line in log_lines:
+        if NEW_RUN in line:
+            names = {}
+        found = _CUDA_RANK.search(line)
+        if found:
+            names[int(found.group(1))] = found.group(2)
+    if not names:
+        return "cpu"
+    return "cuda: " + ", ".join(f"{name} x{list(names.values()).count(name)}" for name in dict.fromkeys(names.values()))
+
+
 def training_fields(log_lines) -> dict:
     """The training's fields of a cell's record, read from its finished train log."""
     summary = training_summary(log_lines)
     return {"valid_ppl": summary["valid_ppl"], "num_updates": summary["num_updates"], "epochs": summary["epochs"],
             "best_epoch": summary["best_epoch"], "stopped_by": stopped_by(log_lines),
-            "resumed_from_update": resumed_from(log_lines)}
+            "resumed_from_update": resumed_from(log_lines), "device": training_device(log_lines)}
 
 
 def training_summary(log_lines) -> dict:
