@@ -53,6 +53,26 @@ def root(tmp_path_factory):
     return tmp_path_factory.mktemp("slurm")
 
 
+PREPARE = """
+import sys
+from pathlib import Path
+from hydra import compose, initialize_config_dir
+from posenc.corpora import prepare_corpus
+with initialize_config_dir(config_dir=sys.argv[1], version_base="1.3"):
+    cfg = compose(config_name="config", overrides=sys.argv[3:])
+prepare_corpus(cfg.data, Path(sys.argv[2]))
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus(root):
+    """The tests' corpus, built before any job runs: its first preparation (a minute on a busy 2-core
+    machine) must not eat a 1-minute time limit."""
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", PREPARE, str(repo / "conf"), str(root / "cache"), *SMALL_DATA],
+                   check=True, capture_output=True, timeout=600, env=env_for(root))
+
+
 def env_for(root):
     env = {"POSENC_CACHE": str(root / "cache"), "PATH": f"{BIN}:{os.environ['PATH']}", "HOME": str(root)}
     if os.environ.get("PYTHONPATH"):
@@ -148,7 +168,7 @@ def test_the_smoke_table4_through_a_slurm_launcher(root, launcher, cells):
 
 # --- a time limit, a requeue by the scheduler -----------------------------------------------------------
 
-def test_a_cell_longer_than_its_time_limit_finishes_by_itself(root, without_requeue_delay):
+def test_a_cell_longer_than_its_time_limit_finishes_by_itself(root, corpus, without_requeue_delay):
     """Training of about three times the 1-minute limit: SLURM warns (USR2) 20 s before the limit,
     the cell saves and is requeued, again and again, and ends with every planned epoch trained."""
     sweep = root / "time-limit"
@@ -162,7 +182,7 @@ def test_a_cell_longer_than_its_time_limit_finishes_by_itself(root, without_requ
     assert log.count("posenc: training stopped on request") >= 1  # saved at once on the warning
 
 
-def test_scontrol_requeue_resumes_the_cell_from_its_checkpoint(root, without_requeue_delay):
+def test_scontrol_requeue_resumes_the_cell_from_its_checkpoint(root, corpus, without_requeue_delay):
     sweep = root / "requeue"
     proc = start(root, sweep, "budget=smoke", "budget.max_epoch=3", "budget.max_update=0", "placement=none", "seed=1")
     cell_log = lambda: next(sweep.glob("*/train.log"), None)  # noqa: E731

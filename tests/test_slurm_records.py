@@ -60,6 +60,16 @@ def test_why_slurm_sent_sigterm(fields, restarted_before, cause):
     assert slurm_job.sigterm_cause(fields, environ) == cause
 
 
+def test_a_cell_stopped_before_training_began():
+    earlier = {"status": "interrupted", "placement": "both", "error": "SLURM time limit: requeued during fairseq-train"}
+    failed = slurm_job.unstarted(earlier, slurm_job.TIME_LIMIT)  # a requeue would stop at the same place
+    assert failed["status"] == "failed" and failed["placement"] == "both"
+    assert failed["error"].startswith("SLURM time limit reached before training began")
+    assert slurm_job.unstarted(earlier, slurm_job.PREEMPTED)["status"] == "interrupted"
+    assert slurm_job.unstarted({"error": ""}, slurm_job.CANCELLED) == \
+        {"status": "interrupted", "error": "cancelled (scancel) before training began"}
+
+
 def test_a_job_id_is_the_array_element_where_there_is_one():
     assert slurm_job.job_id({"SLURM_JOB_ID": "17", "SLURM_ARRAY_JOB_ID": "12", "SLURM_ARRAY_TASK_ID": "3"}) == "12_3"
     assert slurm_job.job_id({"SLURM_JOB_ID": "17"}) == "17" and slurm_job.job_id({}) == ""

@@ -78,6 +78,10 @@ def run_job(cfg) -> None:
     except signals.StopRequested as stop:  # before the cell's training started
         progress.say(f"not started: {stop}")
         record = None
+        if slurm_job.job_id():  # the job's end must say why (a time limit here would loop: it is not requeued)
+            signals.STOP.cause = slurm_job.stop_cause(stop.signum)
+            record = slurm_job.unstarted(read_result(job_dir) or refused_record(cfg, job_dir, ""), signals.STOP.cause)
+            write_result(job_dir, record)
     if signals.STOP.requested and slurm_job.job_id():  # requeue the job, or let it end, as the stop asks
         cause = signals.STOP.cause or slurm_job.stop_cause(signals.STOP.signum)
         status = record and record["status"]

@@ -85,6 +85,16 @@ def requeues(cause: str) -> bool:
     return cause in (TIME_LIMIT, PREEMPTED)
 
 
+def unstarted(record: dict, cause: str) -> dict:
+    """The record of a cell stopped before its training began in this job (start-up, the corpus):
+    a time limit fails it, since a requeue would stop at the same place; anything else interrupts it."""
+    if cause == TIME_LIMIT:
+        return {**record, "status": "failed",
+                "error": "SLURM time limit reached before training began (start-up and the corpus took the time the "
+                         "job had); not requeued: give it more time (hydra.launcher.timeout_min)"}
+    return {**record, "status": "interrupted", "error": f"{cause} before training began"}
+
+
 def hand_over(record: dict, cause: str) -> None:
     """End this SLURM job as its stop asks, once the cell's record is written: requeue it (the
     time-limit warning: submitit's handler, which exits), or exit without a result (a requeue by
