@@ -35,7 +35,8 @@ def slurm_answers() -> str:
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"no SLURM here ({type(err).__name__}: sinfo)"
     if proc.returncode != 0:
-        return f"no SLURM controller answers ({proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'sinfo failed'})"
+        said = proc.stderr.strip().splitlines()
+        return f"no SLURM controller answers ({said[-1] if said else 'sinfo failed'})"
     if not any(state.strip().rstrip("*") in ("idle", "mix", "alloc", "comp") for state in proc.stdout.split()):
         return f"no SLURM node can run jobs (sinfo: {' '.join(proc.stdout.split())})"
     return ""

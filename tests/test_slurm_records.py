@@ -11,11 +11,12 @@ from posenc.harness.signals import STOP
 from posenc.harness.slurm_launcher import check_gpus, ended_without_result
 
 # fairseq's own log lines (a first run that saved at update 16, a second that resumed from it).
-FIRST_RUN = ["2026-12-01 08:27:40 | INFO | fairseq.checkpoint_utils | Preparing to load checkpoint ckpt/checkpoint_last.pt",
+LOAD = "fairseq.checkpoint_utils | Preparing to load checkpoint ckpt/checkpoint_last.pt"
+FIRST_RUN = [f"2026-12-01 08:27:40 | INFO | {LOAD}",
              "2026-12-01 08:27:40 | INFO | fairseq.trainer | No existing checkpoint found ckpt/checkpoint_last.pt",
              "2026-12-01 08:28:10 | INFO | fairseq.checkpoint_utils | Saved checkpoint ckpt/checkpoint_last.pt "
              "(epoch 6 @ 16 updates, score None) (writing took 0.2 seconds)"]
-SECOND_RUN = ["2026-12-01 08:29:40 | INFO | fairseq.checkpoint_utils | Preparing to load checkpoint ckpt/checkpoint_last.pt",
+SECOND_RUN = [f"2026-12-01 08:29:40 | INFO | {LOAD}",
               "2026-12-01 08:29:41 | INFO | fairseq.trainer | Loaded checkpoint ckpt/checkpoint_last.pt "
               "(epoch 6 @ 16 updates)"]
 SAVED_AGAIN = ["2026-12-01 08:30:20 | INFO | fairseq.checkpoint_utils | Saved checkpoint ckpt/checkpoint_last.pt "
@@ -39,20 +40,25 @@ def test_a_requeue_that_made_progress_and_one_that_did_not(tmp_path):
 def test_interrupted_reasons_name_the_cause_and_what_is_kept(tmp_path):
     job = train_log(tmp_path, FIRST_RUN)
     assert cell.interrupted_reason(slurm_job.TIME_LIMIT, "fairseq-train", job) == \
-        "SLURM time limit: requeued during fairseq-train; its checkpoint at update 16 is kept: the requeued job resumes from it"
+        "SLURM time limit: requeued during fairseq-train; its checkpoint at update 16 is kept: " \
+        "the requeued job resumes from it"
     assert cell.interrupted_reason(slurm_job.CANCELLED, "fairseq-train", job) == \
         "cancelled (scancel) during fairseq-train; its checkpoint at update 16 is kept: a rerun resumes from it"
     assert cell.interrupted_reason("interrupted by SIGINT", "fairseq-generate (test)", job) == \
         "interrupted by SIGINT during fairseq-generate (test); training is finished: a rerun scores it"
 
 
+def fields(restarts, run, limit):
+    """``scontrol show job``'s fields of a job being stopped."""
+    return {"JobState": "COMPLETING", "Restarts": restarts, "RunTime": run, "TimeLimit": limit}
+
+
 @pytest.mark.parametrize("fields,restarted_before,cause", [
-    ({"JobState": "COMPLETING", "Restarts": "1", "RunTime": "00:00:31", "TimeLimit": "00:10:00"}, "0", slurm_job.PREEMPTED),
-    ({"JobState": "COMPLETING", "Restarts": "2", "RunTime": "00:00:31", "TimeLimit": "00:10:00"}, "1", slurm_job.PREEMPTED),
-    ({"JobState": "COMPLETING", "Restarts": "1", "RunTime": "00:00:31", "TimeLimit": "00:10:00"}, "1", slurm_job.CANCELLED),
-    ({"JobState": "COMPLETING", "Restarts": "0", "RunTime": "00:01:00", "TimeLimit": "00:01:00"}, None, slurm_job.AT_LIMIT),
-    ({"JobState": "COMPLETING", "Restarts": "0", "RunTime": "1-00:00:02", "TimeLimit": "1-00:00:00"}, None,
-     slurm_job.AT_LIMIT),
+    (fields("1", "00:00:31", "00:10:00"), "0", slurm_job.PREEMPTED),
+    (fields("2", "00:00:31", "00:10:00"), "1", slurm_job.PREEMPTED),
+    (fields("1", "00:00:31", "00:10:00"), "1", slurm_job.CANCELLED),
+    (fields("0", "00:01:00", "00:01:00"), None, slurm_job.AT_LIMIT),
+    (fields("0", "1-00:00:02", "1-00:00:00"), None, slurm_job.AT_LIMIT),
     ({}, None, slurm_job.CANCELLED),  # scontrol did not answer: the safe reading (no requeue is promised)
 ])
 def test_why_slurm_sent_sigterm(fields, restarted_before, cause):
@@ -125,7 +131,8 @@ def test_a_sweep_over_gpus_is_refused_under_slurm(capsys):
         check_gpus([["gpus=1"], ["gpus=2"]], 1)
     assert stop.value.code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("posenc-run: error: gpus=2 in a SLURM sweep whose jobs all get hydra.launcher.gpus_per_node=1")
+    assert line.startswith("posenc-run: error: gpus=2 in a SLURM sweep whose jobs all get "
+                           "hydra.launcher.gpus_per_node=1")
 
 
 

@@ -38,7 +38,7 @@ def check_gpu_settings(cfg) -> None:
 
 
 def train_program() -> list:
-    """The program part of the training command: fairseq-train's ``main`` through ``posenc.fairseq_train``."""
+    """The program part of the training command: fairseq-train's ``main``, through ``posenc.fairseq_train``."""
     return [sys.executable, *TRAINER]
 
 

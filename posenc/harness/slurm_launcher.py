@@ -92,7 +92,8 @@ def ended_without_result(cell_dir: Path, job_id: str, state: str, overrides=()) 
         return
     state = state or "ended (its final state is unknown: this cluster keeps no accounting)"
     word, _, rest = state.partition(" ")
-    why = f"SLURM job {job_id} {word.lower() if word.isupper() else word}{' ' + rest if rest else ''} before the cell finished"
+    said = word.lower() if word.isupper() else word
+    why = f"SLURM job {job_id} {said}{' ' + rest if rest else ''} before the cell finished"
     if record is None:
         record = {**override_values(overrides), "status": "failed", "job_dir": str(cell_dir), "resumed_from_update": 0}
     earlier = record.get("error")
