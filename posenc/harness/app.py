@@ -63,7 +63,7 @@ def run_job(cfg) -> None:
                 if reason:
                     progress.say(f"skipped by design: {reason}")
                     return
-            # Cells side by side (joblib, submitit_local) share the cores and get GPUs of their own.
+            # Cells side by side (joblib, submitit_local) share the cores; joblib cells get GPUs of their own.
             home = Path(hydra_cfg.sweep.dir) if multirun else job_dir
             with cell_resources(cfg, hydra_cfg.launcher, len(plan), home, say=progress.say) as child_env:
                 record = run_cell(cfg, job_dir, progress, child_env)

@@ -1,5 +1,7 @@
-"""Cells that run at the same time on one machine: each gets its share of the cores and, where the
-machine has GPUs, GPUs of its own.
+"""Cells that run at the same time on one machine: each gets its share of the cores and, under joblib
+on a machine with GPUs, GPUs of its own. (``submitit_local`` shows every cell the same first
+``hydra.launcher.gpus_per_node`` GPUs, none by default, as the README says: a cell there that finds
+no GPU trains on the CPU, and its record's ``device`` says so.)
 
 Which launcher runs cells side by side: ``hydra/launcher=joblib`` (``hydra.launcher.n_jobs`` at a
 time) and ``submitit_local`` (every cell of the sweep at once). The basic launcher runs one cell at
