@@ -169,6 +169,7 @@ def test_the_smoke_table4_through_a_slurm_launcher(root, launcher, cells):
 
 # --- a time limit, a requeue by the scheduler -----------------------------------------------------------
 
+@pytest.mark.timeout(1800)
 def test_a_cell_longer_than_its_time_limit_finishes_by_itself(root, corpus, without_requeue_delay):
     """Training longer than the 2-minute limit: SLURM warns (USR2) 30 s before the limit (on the local
     cluster up to 30 s earlier still), the cell saves and is requeued, again and again, and ends with
