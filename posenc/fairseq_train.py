@@ -73,9 +73,13 @@ def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch
     """fairseq's own, unless a stop was asked for: then save now and stop."""
     if not stop_agreed(trainer):
         return _STOCK_VALIDATE_AND_SAVE(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
-    checkpoint_utils.save_checkpoint(cfg.checkpoint, trainer, epoch_itr, None)
+    if end_of_epoch:  # the epoch's own validation and save first: a resumed run never validates it again
+        valid_losses, _ = _STOCK_VALIDATE_AND_SAVE(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
+    else:
+        valid_losses = [None]
+        checkpoint_utils.save_checkpoint(cfg.checkpoint, trainer, epoch_itr, None)
     _STOP["saved_at"] = trainer.get_num_updates()
-    return [None], True
+    return valid_losses, True
 
 
 def train_main(cfg, **kwargs) -> None:
