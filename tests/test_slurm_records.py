@@ -158,6 +158,7 @@ def test_the_record_names_the_device_that_trained():
     """From the lines fairseq's own CudaEnvironment printer writes (a GPU run), or their absence."""
     import subprocess
     import sys
+
     from posenc.harness.fairseq_logs import training_device
     proc = subprocess.run([sys.executable, "-c", DEVICE_LOG, json.dumps([names for names, _ in DEVICES])],
                           capture_output=True, text=True, timeout=300)

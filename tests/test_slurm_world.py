@@ -12,11 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hydra_helpers import without_fairseq_config_store  # noqa: F401 (autouse fixture)
-from test_scale_out import after, commands
 
-from posenc.harness.precision import TRAINER
+from test_scale_out import after, commands
 
 REPO = Path(__file__).resolve().parents[1]
 

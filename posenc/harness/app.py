@@ -15,10 +15,10 @@ from posenc.harness.outcome import SWEEP_EXIT
 from posenc.harness.parallel import cell_resources
 from posenc.harness.progress import CellProgress
 from posenc.harness.records import refused_record, write_result
-from posenc.report.records import read_result
 from posenc.harness.spec import ConfigError, check_values
 from posenc.kinds import grid_skip_reason
 from posenc.report.plan import planned_cells
+from posenc.report.records import read_result
 
 
 def cell_label(cfg, hydra_cfg, plan) -> str:

@@ -24,7 +24,6 @@ from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
 from posenc.harness.records import base_record, config_hash, write_result
-from posenc.report.records import HYPOTHESES_FILE, read_result, time_capped
 from posenc.harness.runtime import added_environment, child_environment
 from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
 from posenc.harness.signals import STOP, StopRequested
@@ -32,6 +31,7 @@ from posenc.harness.slurm_job import requeues, stop_cause
 from posenc.harness.spec import cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
 from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
+from posenc.report.records import HYPOTHESES_FILE, read_result, time_capped
 
 
 class IncompleteOutput(RuntimeError):

@@ -26,14 +26,13 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from hydra._internal.config_loader_impl import get_overrides_dirname
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as HydraSlurmLauncher
 from omegaconf import OmegaConf
-
-from hydra._internal.config_loader_impl import get_overrides_dirname
-from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from posenc.harness.lock import running_job
 from posenc.harness.records import write_result
