@@ -23,8 +23,8 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from hydra._internal.config_loader_impl import get_overrides_dirname
 from hydra.core.override_parser.overrides_parser import OverridesParser
