@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra_helpers import without_fairseq_config_store  # noqa: F401 (autouse fixture)
 
 from test_scale_out import after, commands
 
 REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")  # conftest.py: compose beside fairseq
 
 SLURM_4_GPU_NODE = {"SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "gpu01", "SLURM_STEP_NODELIST": "gpu01",
                     "SLURM_NNODES": "1", "SLURM_NTASKS": "1", "SLURM_NTASKS_PER_NODE": "1", "SLURM_NODEID": "0",
