@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU
 
-from posenc.report.render import p_cell
+from posenc.report.render import delta_cell, p_cell
 from posenc.report.rows import Settings
 from posenc.report.table import report_text, table_rows, write_sweep_tables
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets, write_cell, write_plan, write_testset
@@ -64,12 +64,15 @@ def test_scores_significance_and_status_are_all_visible(sweep):
     headers = row(text, "position embeddings")
     both, source, target, none = (dict(zip(headers, row(text, label))) for label in
                                   ("both (encoder and decoder)", "source (encoder) only", "target (decoder) only", "neither"))
-    assert both["p"] == "baseline" and both["Δ BLEU"] == "-"
-    assert source["Δ BLEU"] == "+0.00" and float(source["p"]) >= 0.5          # identical outputs
-    assert target["p"].endswith("*") and float(target["p"].rstrip("*")) < 0.05  # clearly worse
+    assert both["verdict"] == "baseline" and both["Δ BLEU"] == "-"
+    # identical outputs: nothing to find, by either test
+    assert source["Δ BLEU"] == "+0.00" and float(source["p sentences only"]) >= 0.5
+    assert source["verdict"] == "no evidence" and float(source["p seeds (Holm)"]) >= 0.5
+    # clearly worse over these sentences, but one paired seed says nothing about another seed
+    assert float(target["p sentences only"]) < 0.05 and target["verdict"].startswith("n/a: one paired seed")
     assert float(target["Δ BLEU"]) < -10 and target["seeds ok"] == "1" and target["not ok"] == "1"
-    assert none["95% CI"].endswith("†")                                         # one seed: bootstrap CI
-    assert re.fullmatch(r"\[\d+\.\d\d, \d+\.\d\d\]", both["95% CI"])
+    assert none["BLEU 95% CI"].endswith("†")                                    # one seed: bootstrap CI
+    assert re.fullmatch(r"\[\d+\.\d\d, \d+\.\d\d\]", both["BLEU 95% CI"])
     assert "paired bootstrap resampling" in text and "1000 resamples" in text and "seed:12345" in text
     assert "seed s against the baseline's seed s" in text
     assert "INTERRUPTED placement=target,seed=2" in text
@@ -84,7 +87,8 @@ def test_length_buckets_and_long_split_columns(sweep, data):
     text = report_text([sweep])
     headers = row(text, "position embeddings")  # the first table's header
     length_headers = [line for line in text.splitlines() if "BLEU 1-8" in line][0]
-    for column in ("BLEU 1-8", "BLEU 9-12", "BLEU 13+", "BLEU long split", "Δ long", "p long"):
+    for column in ("BLEU 1-8", "BLEU 9-12", "BLEU 13+", "BLEU long split", "Δ long", "verdict long",
+                   "p long sentences only", "chrF++ long"):
         assert column in length_headers
     assert "BLEU long split" not in headers
     sizes = re.search(r"1-8 (\d+), 9-12 (\d+), 13\+ (\d+)", text).groups()
@@ -124,12 +128,14 @@ def test_two_seeds_are_tested_as_one_concatenated_output(data, tmp_path):
     assert rows["none"]["delta_bleu"] == pytest.approx(rows["none"]["bleu"] - rows["both"]["bleu"], abs=0.006)
 
 
-def test_p_is_marked_where_the_tested_difference_and_delta_disagree_in_sign():
-    assert p_cell({"p_value": 0.01, "delta_bleu": 0.2, "delta_bleu_tested": -0.1}) == "0.0100*‡"
-    assert p_cell({"p_value": 0.30, "delta_bleu": -0.2, "delta_bleu_tested": -0.1}) == "0.3000"
-    assert p_cell({"p_value_test_long": 0.2, "delta_bleu_test_long": -1.0, "delta_bleu_tested_test_long": 0.5},
-                  "_test_long") == "0.2000‡"
-    assert p_cell({"p_value": 1.0, "delta_bleu": 0.0, "delta_bleu_tested": 0.0}) == "1.0000"
+def test_the_star_follows_the_verdict_not_the_sentence_only_p():
+    # sacreBLEU's p is shown as a number only, whatever it is and whatever the signs
+    assert p_cell({"p_value": 0.01, "delta_bleu": 0.2, "delta_bleu_tested": -0.1}) == "0.0100"
+    assert p_cell({"p_value_test_long": 0.2}, "_test_long") == "0.2000" and p_cell({}) == "-"
+    assert delta_cell({"delta_bleu": -0.44, "p_value": 0.01, "verdict": "no evidence"}) == "-0.44"
+    assert delta_cell({"delta_bleu": 2.5, "p_value": 0.4, "verdict": "better"}) == "+2.50*"
+    assert delta_cell({"delta_chrf_test_long": -3.0, "verdict_chrf_test_long": "worse"}, "chrf", "_test_long") \
+        == "-3.00*"
 
 
 def test_rows_that_cannot_be_tested_say_why(data, tmp_path):
@@ -211,8 +217,13 @@ def test_paper_columns_only_where_they_apply(data, tmp_path):
     text = report_text([tsin])
     for label in ("both (encoder and decoder)", "source (encoder) only", "target (decoder) only", "neither"):
         cells = row(text, label)
-        assert cells[4:6] == ["-", "-"] and "21.7" not in cells and "6.64" not in cells
+        assert cells[4] == "-" and "21.7" not in cells and "6.64" not in cells
     assert "G17 beside fconv rows with learned positions" in text
+    # The paper's own Δ for the same comparison (Table 4: none - both = 21.2 - 21.7), never its absolute BLEU
+    deltas = {(r["pe"], r["placement"]): r["paper_delta"] for r in table_rows(fconv)}
+    assert deltas == {("learned", "both"): None, ("learned", "none"): -0.5, ("sinusoidal", "both"): None,
+                      ("sinusoidal", "none"): None}
+    assert row(report_text([fconv]), "neither")[4] == "-0.5"
 
 
 def test_latex_is_balanced_and_escaped(sweep):
@@ -236,10 +247,11 @@ def test_several_sweeps_side_by_side(sweep, data, tmp_path):
                    placement=placement, model="transformer_small", pe="sinusoidal")
     text = report_text([sweep, other])
     header = [line for line in text.splitlines() if line.startswith("| position embeddings")][0]
-    assert "table4 BLEU" in header and "table4 Δ" in header and "table4_transformer p" in header
+    assert "table4 BLEU" in header and "table4 Δ" in header and "table4_transformer verdict" in header
     assert "table4_transformer BLEU long" in header
     first = row(text, "target (decoder) only")  # the side-by-side table comes first
-    assert len(first) == header.count("|") - 1 and first[3].endswith("*") and first[7].endswith("*")
+    assert len(first) == header.count("|") - 1 and first[3].startswith("n/a: one paired seed")
+    assert first[7].startswith("n/a: one paired seed") and float(first[6]) < -10
     assert "### Sweep" in text and text.count("| model | pe | data |") == 4
     rows = csv.DictReader(io.StringIO("".join(l + "\n" for l in report_text([sweep, other], fmt="csv").splitlines()
                                               if not l.startswith("#"))))
@@ -277,9 +289,9 @@ def posenc_table(*args):
 def test_cli_baseline_formats_plots_and_errors(sweep, tmp_path):
     out = posenc_table(sweep, "--baseline", "placement=none", "--plots", tmp_path / "plots")
     assert out.returncode == 0, out.stderr
-    assert "| neither | 6.68 | 21.2 |" in out.stdout and "n/a: baseline: cell" not in out.stdout
+    assert "baseline" in row(out.stdout, "neither") and "n/a: baseline: cell" not in out.stdout
     assert "row minus its baseline (placement=none" in out.stdout
-    for name in ("bleu.png", "bleu_by_length.png"):
+    for name in ("delta.png", "bleu.png", "bleu_by_length.png"):
         assert (tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for args, message in (((sweep, "--baseline", "colour=red"), "colour is not a key of any row"),
                           ((sweep, "--baseline", "placement=sideways"), "no cell has placement=sideways"),
@@ -300,7 +312,8 @@ def test_sweep_end_writes_tables_and_figures(sweep, tmp_path):
     table = (copy / "table.md").read_text()
     assert table in printed and "Δ BLEU" in table and "BLEU long split" in table and "BLEU 1-8" in table
     assert (copy / "results.csv").read_text().startswith("experiment,model,data,pe,placement")
-    assert (copy / "bleu.png").stat().st_size > 1000 and (copy / "bleu_by_length.png").stat().st_size > 1000
+    for name in ("delta.png", "bleu.png", "bleu_by_length.png"):
+        assert (copy / name).stat().st_size > 1000
 
 
 def test_a_sweep_with_nothing_reported_yet_lists_its_plan(tmp_path):
@@ -319,7 +332,7 @@ def test_sentence_statistics_are_cached_beside_each_output(data, tmp_path):
         write_cell(sweep, f"placement={placement}", corpus, splits, hyps_for(splits, rate, 1), placement=placement)
     first = table_rows(sweep)
     files = sorted(p.name for p in sweep.glob("*/.report-cache/*.npy"))
-    assert len(files) == 4 and table_rows(sweep) == first
+    assert len(files) == 8 and table_rows(sweep) == first   # BLEU and chrF++, test and long split, 2 cells
     for path in sweep.glob("*/.report-cache/*.npy"):
         path.write_bytes(b"not an array")  # a torn cache file is recomputed, never trusted
     assert table_rows(sweep) == first
@@ -327,7 +340,8 @@ def test_sentence_statistics_are_cached_beside_each_output(data, tmp_path):
     write_cell(sweep, "placement=none", corpus, splits, hyps_for(splits, 0.35, 2), placement="none")
     again = {r["placement"]: r for r in table_rows(sweep)}
     assert again["none"]["bleu"] != first[1]["bleu"] and again["none"]["p_value"] is not None
-    assert len(list((sweep / "placement=none" / ".report-cache").glob("hypotheses.txt.*.npy"))) == 1
+    for metric in ("bleu", "chrf"):
+        assert len(list((sweep / "placement=none" / ".report-cache").glob(f"hypotheses.txt.{metric}.*.npy"))) == 1
 
 
 def test_the_report_leaves_the_users_matplotlib_backend_alone():

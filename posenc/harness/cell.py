@@ -25,7 +25,7 @@ from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
 from posenc.harness.records import base_record, config_hash, write_result
 from posenc.harness.runtime import added_environment, child_environment
-from posenc.harness.scoring import detokenized_bleu, tokenized_bleu
+from posenc.harness.scoring import detokenized_bleu, detokenized_chrf, tokenized_bleu
 from posenc.harness.signals import STOP, StopRequested
 from posenc.harness.slurm_job import requeues, stop_cause
 from posenc.harness.spec import cell_spec
@@ -204,11 +204,12 @@ def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, e
     references = prepared.references(split)
     bleu, signature = detokenized_bleu(detokenized, references, lowercase=prepared.lowercased)
     tok_bleu = tokenized_bleu(tokenized, prepared.tokenize(references), lowercase=prepared.lowercased)
+    chrf, chrf_signature = detokenized_chrf(detokenized, references, lowercase=prepared.lowercased)
     name = HYPOTHESES_FILE if split == "test" else f"hypotheses.{split}.txt"
     write_text_atomic(job_dir / name, "".join(line + "\n" for line in detokenized))
     write_text_atomic(job_dir / name.replace(".txt", ".tok.txt"), "".join(line + "\n" for line in tokenized))
     return {"bleu": round(bleu, 2), "bleu_signature": signature, "tok_bleu": round(tok_bleu, 2),
-            "test_sentences": expected, "hypotheses": name}
+            "chrf": round(chrf, 2), "chrf_signature": chrf_signature, "test_sentences": expected, "hypotheses": name}
 
 
 def tidy_checkpoints(save_dir: Path, keep: str) -> None:

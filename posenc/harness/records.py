@@ -37,8 +37,8 @@ def config_hash(cfg, ignore=()) -> str:
 def _record(identity: dict, job_dir: Path, error: str = "") -> dict:
     """A cell's record before it has any outcome: its identity, status failed, every score empty."""
     return {**identity, "status": "failed", "error": error, "bleu": None, "bleu_signature": "", "tok_bleu": None,
-            "valid_ppl": None, "test_sentences": None, "num_updates": None, "train_wall_s": None, "hypotheses": "",
-            "job_dir": str(job_dir)}
+            "chrf": None, "valid_ppl": None, "test_sentences": None, "num_updates": None, "train_wall_s": None,
+            "hypotheses": "", "job_dir": str(job_dir)}
 
 
 def base_record(cfg, spec, job_dir: Path) -> dict:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from posenc.report.buckets import BucketError, parse_edges
+from posenc.report.power import DEFAULT_EFFECT
 from posenc.report.render import FORMATS, render_reports
 from posenc.report.rows import ReportError, Settings, parse_baseline
 from posenc.report.significance import TESTS
@@ -30,13 +31,28 @@ def main(argv=None) -> int:
     parser.add_argument("--resamples", type=int, default=0, metavar="N",
                         help="resamples (bs) or trials (ar); default sacreBLEU's: 1000 (bs), 10000 (ar)")
     parser.add_argument("--plots", metavar="OUTDIR", help="also write the figures (PNG) into OUTDIR")
+    parser.add_argument("--power", action="store_true",
+                        help="power planning: mde_bleu (smallest |Δ| found with 80%% power at the row's seeds and "
+                             "test set) and seeds_needed (for |Δ| = --effect at --test-size sentences)")
+    parser.add_argument("--effect", type=float, default=DEFAULT_EFFECT, metavar="D",
+                        help=f"the |Δ| in BLEU that seeds_needed is for (default {DEFAULT_EFFECT:g}; with --power)")
+    parser.add_argument("--test-size", type=int, default=None, metavar="M",
+                        help="test sentences seeds_needed plans for, e.g. 3003 for newstest2014 "
+                             "(default: this test set's; with --power)")
     args = parser.parse_args(argv)
     try:
         if args.resamples < 0:
             raise ReportError(f"--resamples {args.resamples}: must be positive (0 = sacreBLEU's default)")
+        if not args.effect > 0:
+            raise ReportError(f"--effect {args.effect:g}: must be a positive difference in BLEU, e.g. 0.5")
+        if args.test_size is not None and args.test_size < 1:
+            raise ReportError(f"--test-size {args.test_size}: must be a positive number of sentences, e.g. 3003")
+        if not args.power and (args.effect != DEFAULT_EFFECT or args.test_size is not None):
+            raise ReportError("--effect and --test-size plan seeds: they need --power")
         settings = Settings(baseline=parse_baseline(args.baseline) if args.baseline else Settings.baseline,
                             edges=parse_edges(args.buckets) if args.buckets else None,
-                            test=args.test, resamples=args.resamples)
+                            test=args.test, resamples=args.resamples, power=args.power, effect=args.effect,
+                            test_size=args.test_size)
         reports = build_reports(args.sweep_dirs, settings, check=bool(args.baseline))
         print(render_reports(reports, args.format), end="")
         if args.plots:

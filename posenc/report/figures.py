@@ -1,6 +1,7 @@
-"""Figures of a report (matplotlib, Agg, PNG): BLEU per row with its 95% interval and the paper's
-value where one applies; BLEU by source-length bucket, one line per placement (or per value of
-the baseline key)."""
+"""Figures of a report (matplotlib, Agg, PNG): Δ against the baseline with the verdict's 95% CI and
+the paper's own Δ where a paper made the same comparison; BLEU per row with its 95% interval over
+seeds; BLEU by source-length bucket, one line per placement (or per value of the baseline key).
+The * of both come from the verdict."""
 
 import math
 from pathlib import Path
@@ -11,9 +12,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from posenc.atomic import atomic_file
-from posenc.report.render import PLACEMENT_LABEL
+from posenc.report.render import PLACEMENT_LABEL, decided
 from posenc.report.rows import order_key
 
+DELTA_FIGURE = "delta.png"
 BLEU_FIGURE = "bleu.png"
 LENGTH_FIGURE = "bleu_by_length.png"
 
@@ -48,6 +50,43 @@ def _label(key, value):
     return PLACEMENT_LABEL.get(value, value) if key == "placement" else f"{key}={value}"
 
 
+def _stars(ax, xs, ys, rows):
+    for x, y, r in zip(xs, ys, rows):
+        if decided(r.values):
+            ax.annotate("*", (x, y), textcoords="offset points", xytext=(6, 4))
+
+
+def delta_figure(reports):
+    """Per panel: each row's Δ BLEU against its baseline with the verdict's 95% CI (over seeds and
+    test sentences), and the paper's own Δ for the same comparison where there is one."""
+    found = panels(reports)
+    fig, axes = _grid(len(found))
+    for ax, (title, rows, report, key) in zip(axes, found):
+        rows = [r for r in rows if r.values.get("p_note") != "baseline"]
+        xs = list(range(len(rows)))
+        deltas = [r.values["delta_bleu"] if r.values.get("delta_bleu") is not None else math.nan for r in rows]
+        low = [d - r.values["delta_ci_low"] if r.values.get("delta_ci_low") is not None else 0
+               for d, r in zip(deltas, rows)]
+        high = [r.values["delta_ci_high"] - d if r.values.get("delta_ci_high") is not None else 0
+                for d, r in zip(deltas, rows)]
+        ax.errorbar(xs, deltas, yerr=[low, high], fmt="o", capsize=4, label="ours: Δ, verdict's 95% CI")
+        _stars(ax, xs, deltas, rows)
+        paper = [(x, r.values["paper_delta"], r.values["paper_source"]) for x, r in zip(xs, rows)
+                 if r.values.get("paper_delta") is not None]
+        if paper:
+            ax.scatter([p[0] for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
+                       label=f"paper's Δ ({paper[0][2]}, its own test set)")
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_xticks(xs, [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("Δ BLEU against the baseline")
+        base = "=".join(report.settings.baseline)
+        ax.set_title(f"{title}\nΔ against {base}; * verdict better/worse (Holm)", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def bleu_figure(reports):
     found = panels(reports)
     fig, axes = _grid(len(found))
@@ -56,20 +95,13 @@ def bleu_figure(reports):
         means = [r.values["bleu"] if r.values["bleu"] is not None else math.nan for r in rows]
         low = [m - r.values["bleu_ci_low"] if r.values["bleu_ci_low"] is not None else 0 for m, r in zip(means, rows)]
         high = [r.values["bleu_ci_high"] - m if r.values["bleu_ci_high"] is not None else 0 for m, r in zip(means, rows)]
-        ax.errorbar(xs, means, yerr=[low, high], fmt="o", capsize=4, label="ours: mean, 95% CI")
-        for x, r in zip(xs, rows):
-            if r.values.get("p_value") is not None and r.values["p_value"] < 0.05:
-                ax.annotate("*", (x, means[x]), textcoords="offset points", xytext=(6, 4))
-        paper = [(x, float(r.values["paper_bleu"]), r.values["paper_source"]) for x, r in zip(xs, rows)
-                 if r.values.get("paper_bleu")]
-        if paper:
-            ax.scatter([p[0] for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
-                       label=f"paper ({paper[0][2]}: WMT, not this test set)")
+        ax.errorbar(xs, means, yerr=[low, high], fmt="o", capsize=4, label="mean, 95% CI over seeds")
+        _stars(ax, xs, means, rows)
         ax.set_xticks(list(xs), [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right",
                      fontsize=8)
         ax.set_ylabel("BLEU (sacreBLEU)")
         base = "=".join(report.settings.baseline)
-        ax.set_title(f"{title}\n* p < 0.05 against {base}", fontsize=9)
+        ax.set_title(f"{title}\n* verdict better/worse against {base}", fontsize=9)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -98,13 +130,13 @@ def length_figure(reports):
 
 
 def write_figures(reports, out_dir: Path) -> list:
-    """Write both figures into ``out_dir``; return their paths (none when no row has a score)."""
+    """Write the figures into ``out_dir``; return their paths (none when no row has a score)."""
     if not any(r.values["bleu"] is not None for report in reports for r in report.rows):
         return []
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, draw in ((BLEU_FIGURE, bleu_figure), (LENGTH_FIGURE, length_figure)):
+    for name, draw in ((DELTA_FIGURE, delta_figure), (BLEU_FIGURE, bleu_figure), (LENGTH_FIGURE, length_figure)):
         fig = draw(reports)
         with atomic_file(out_dir / name) as handle:  # a reader never sees half a PNG
             fig.savefig(handle, format="png", dpi=110)

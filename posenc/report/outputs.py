@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import sacrebleu
 
-from posenc.report.significance import bleu_options, corpus_bleu
+from posenc.report.significance import bleu_options, chrf_options, corpus_bleu
 
 SPLITS = ("test", "test_long")
 # Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
@@ -36,6 +36,12 @@ class Output:
     options: dict          # the BLEU(...) arguments the cell was scored with
     testset_key: str
     corpus: str
+    chrf_array: np.ndarray  # chrF++'s sufficient statistics, one row per sentence
+    chrf_options: dict      # the CHRF(...) arguments (the record's chrf_signature; chrF++ for older records)
+
+    def arrays(self, metric: str):
+        """``(statistics, options)`` of ``metric`` ("bleu" or "chrf")."""
+        return (self.array, self.options) if metric == "bleu" else (self.chrf_array, self.chrf_options)
 
 
 def read_lines(path) -> list:
@@ -68,46 +74,58 @@ def cell_output(cell, split: str, testsets, scorer):
     if len(hypotheses) != len(references):
         return None, f"{len(hypotheses)} hypotheses for {len(references)} references"
     options = bleu_options(str(record.get(field("bleu_signature", split)) or ""))
-    key = _stats_key(path, testset.key, split, options)
-    array = _load_stats(cell.dir, name, key, len(hypotheses))
-    if array is None:
-        array = np.asarray(scorer.sentence_stats(hypotheses, references, options, (testset.key, split)),
-                           dtype=np.int64)
-        _save_stats(cell.dir, name, key, array)
+    array = _statistics(cell.dir, name, path, hypotheses, references, (testset.key, split), options, "bleu", scorer)
+    # Records from before chrF++ was recorded have no chrF signature: chrF++ with BLEU's casing.
+    chrf_opts = chrf_options(str(record.get(field("chrf_signature", split)) or ""))
+    if not record.get(field("chrf_signature", split)) and options.get("lowercase"):
+        chrf_opts["lowercase"] = True
+    chrf_array = _statistics(cell.dir, name, path, hypotheses, references, (testset.key, split), chrf_opts, "chrf",
+                             scorer)
     stats = array.tolist()
     recorded = record.get(field("bleu", split))
     score = corpus_bleu(array.sum(0), options)
     if recorded is None or abs(score - float(recorded)) > REPRODUCE_TOLERANCE:
         return None, f"hypotheses give BLEU {score:.2f}, record says {recorded}"
     return Output(record.get("seed"), hypotheses, references, testset.sources[split], stats, array, options,
-                  testset.key, testset.name), ""
+                  testset.key, testset.name, chrf_array, chrf_opts), ""
 
 
-def _stats_key(path: Path, testset_key: str, split: str, options: dict) -> str:
+def _statistics(cell_dir, name, path, hypotheses, references, references_key, options, metric, scorer):
+    """The per-sentence statistics of one output and metric, from the cell's cache or computed."""
+    key = _stats_key(path, references_key[0], references_key[1], options, metric)
+    array = _load_stats(cell_dir, name, key, len(hypotheses), metric)
+    if array is None:
+        array = np.asarray(scorer.sentence_stats(hypotheses, references, options, references_key, metric),
+                           dtype=np.int64)
+        _save_stats(cell_dir, name, key, array, metric)
+    return array
+
+
+def _stats_key(path: Path, testset_key: str, split: str, options: dict, metric: str) -> str:
     """What the statistics depend on: the output, the references, the metric and its code."""
     digest = hashlib.sha256(path.read_bytes())
-    digest.update(repr((testset_key, split, sorted(options.items()), sacrebleu.__version__)).encode())
+    digest.update(repr((testset_key, split, metric, sorted(options.items()), sacrebleu.__version__)).encode())
     return digest.hexdigest()[:20]
 
 
-def _cache_file(cell_dir: Path, name: str, key: str) -> Path:
-    return cell_dir / STATS_CACHE / f"{name}.{key}.npy"
+def _cache_file(cell_dir: Path, name: str, key: str, metric: str) -> Path:
+    return cell_dir / STATS_CACHE / f"{name}.{metric}.{key}.npy"
 
 
-def _load_stats(cell_dir: Path, name: str, key: str, sentences: int):
+def _load_stats(cell_dir: Path, name: str, key: str, sentences: int, metric: str):
     try:
-        array = np.load(_cache_file(cell_dir, name, key), allow_pickle=False)
+        array = np.load(_cache_file(cell_dir, name, key, metric), allow_pickle=False)
     except (OSError, ValueError):
         return None
     return array if array.ndim == 2 and array.shape[0] == sentences else None
 
 
-def _save_stats(cell_dir: Path, name: str, key: str, array: np.ndarray) -> None:
+def _save_stats(cell_dir: Path, name: str, key: str, array: np.ndarray, metric: str) -> None:
     """Atomically (temp file, rename); a sweep directory that cannot be written just goes uncached."""
-    target = _cache_file(cell_dir, name, key)
+    target = _cache_file(cell_dir, name, key, metric)
     try:
         target.parent.mkdir(exist_ok=True)
-        for stale in target.parent.glob(f"{name}.*.npy"):
+        for stale in target.parent.glob(f"{name}.{metric}.*.npy"):
             stale.unlink(missing_ok=True)  # an earlier output of this cell
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError:

@@ -7,13 +7,14 @@ import io
 from posenc.report.outputs import field
 from posenc.report.records import time_capped
 from posenc.report.references import SOURCES, WHERE
-from posenc.report.rows import as_dicts, order_key
+from posenc.report.power import POWER
+from posenc.report.rows import as_dicts, order_key, verdict_column
 from posenc.report.significance import TESTS
+from posenc.report.verdict import ALPHA, BETTER, RESAMPLES as VERDICT_RESAMPLES, WORSE
 
 FORMATS = ("md", "csv", "latex")
 PLACEMENT_LABEL = {"both": "both (encoder and decoder)", "source": "source (encoder) only",
                    "target": "target (decoder) only", "none": "neither"}
-ALPHA = 0.05
 
 
 # -- cell formatting ------------------------------------------------------------------------
@@ -30,19 +31,36 @@ def number(value, digits=2, signed=False) -> str:
 
 
 def p_cell(values: dict, suffix: str = "") -> str:
+    """sacreBLEU's sentence-only paired test: its p as a number (no mark: the verdict marks)."""
     p = values.get(f"p_value{suffix}")
-    if p is None:
-        note = values.get(f"p_note{suffix}", "")
-        return note if note == "baseline" else f"n/a: {note}"
-    text = f"{p:.4f}*" if p < ALPHA else f"{p:.4f}"
-    return text + ("‡" if opposite_signs(values, suffix) else "")
+    return "-" if p is None else f"{p:.4f}"
 
 
-def opposite_signs(values: dict, suffix: str = "") -> bool:
-    """Whether the difference the test is about (of the concatenated outputs) and Δ (the mean of
-    the seeds' differences) point in opposite directions: p then says nothing about Δ's sign."""
-    mean, tested = values.get(f"delta_bleu{suffix}"), values.get(f"delta_bleu_tested{suffix}")
-    return mean is not None and tested is not None and mean * tested < 0
+def decided(values: dict, metric: str = "bleu", suffix: str = "") -> bool:
+    return values.get(verdict_column("verdict", metric) + suffix) in (BETTER, WORSE)
+
+
+def delta_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
+    """Δ, with * where the verdict (over seeds and sentences, Holm-adjusted) is better or worse."""
+    text = number(values.get(f"delta_{metric}{suffix}"), signed=True)
+    return text + ("*" if decided(values, metric, suffix) else "")
+
+
+def delta_ci_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
+    low = values.get(verdict_column("delta_ci_low", metric) + suffix)
+    if low is None:
+        return "-"
+    return f"[{low:+.2f}, {values[verdict_column('delta_ci_high', metric) + suffix]:+.2f}]"
+
+
+def p_seeds_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
+    p = values.get(verdict_column("p_seeds_holm", metric) + suffix)
+    return "-" if p is None else f"{p:.4f}"
+
+
+def verdict_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
+    text = values.get(verdict_column("verdict", metric) + suffix) or "-"
+    return "baseline" if text == "n/a: baseline" else text
 
 
 def ci_cell(values: dict) -> str:
@@ -67,20 +85,23 @@ def identity_headers(report) -> list:
 
 # -- the tables of one sweep ------------------------------------------------------------------
 def scores_table(report):
-    headers = identity_headers(report) + ["paper PPL", "paper BLEU", "valid PPL", "BLEU (sacreBLEU)", "95% CI",
-                                          "Δ BLEU", "p", "BLEU (tokenized)", "seeds ok", "not ok"]
+    headers = identity_headers(report) + ["paper Δ BLEU", "valid PPL", "BLEU (sacreBLEU)", "BLEU 95% CI", "Δ BLEU",
+                                          "Δ 95% CI", "p seeds (Holm)", "verdict", "p sentences only", "chrF++",
+                                          "Δ chrF++", "verdict chrF++", "BLEU (tokenized)", "seeds ok", "not ok"]
     body = []
     for row in report.rows:
         v = row.values
         body.append(identity_cells(row) + [
-            v["paper_ppl"] or "-", v["paper_bleu"] or "-", mean_sd(v["valid_ppl"], v["valid_ppl_sd"]),
-            mean_sd(v["bleu"], v["bleu_sd"]), ci_cell(v), number(v["delta_bleu"], signed=True), p_cell(v),
-            mean_sd(v["tok_bleu"], v["tok_bleu_sd"]), seeds_ok_cell(v), str(len(v["not_ok"]))])
+            number(v.get("paper_delta"), digits=1, signed=True), mean_sd(v["valid_ppl"], v["valid_ppl_sd"]),
+            mean_sd(v["bleu"], v["bleu_sd"]), ci_cell(v), delta_cell(v), delta_ci_cell(v), p_seeds_cell(v),
+            verdict_cell(v), p_cell(v), mean_sd(v.get("chrf"), v.get("chrf_sd")), delta_cell(v, "chrf"),
+            verdict_cell(v, "chrf"), mean_sd(v["tok_bleu"], v["tok_bleu_sd"]), seeds_ok_cell(v), str(len(v["not_ok"]))])
     return headers, body
 
 
 def length_table(report):
-    long = ["BLEU long split", "Δ long", "p long", "BLEU long (tokenized)"] if report.has_long else []
+    long = ["BLEU long split", "Δ long", "Δ long 95% CI", "verdict long", "p long sentences only", "chrF++ long",
+            "BLEU long (tokenized)"] if report.has_long else []
     headers = identity_headers(report) + [f"BLEU {label}" for label in report.bucket_labels] + ["BLEU (test)"] + long
     body = []
     for row in report.rows:
@@ -88,8 +109,10 @@ def length_table(report):
         cells = identity_cells(row) + [number(v.get(f"bleu_len_{label}")) for label in report.bucket_labels]
         cells.append(mean_sd(v["bleu"], v["bleu_sd"]))
         if report.has_long:
-            cells += [mean_sd(v["bleu_test_long"], v["bleu_test_long_sd"]),
-                      number(v.get("delta_bleu_test_long"), signed=True), p_cell(v, "_test_long"),
+            long_ = "_test_long"
+            cells += [mean_sd(v["bleu_test_long"], v["bleu_test_long_sd"]), delta_cell(v, "bleu", long_),
+                      delta_ci_cell(v, "bleu", long_), verdict_cell(v, "bleu", long_), p_cell(v, long_),
+                      mean_sd(v.get("chrf_test_long"), v.get("chrf_test_long_sd")),
                       mean_sd(v["tok_bleu_test_long"], v["tok_bleu_test_long_sd"])]
         body.append(cells)
     return headers, body
@@ -103,24 +126,60 @@ def scores_notes(report) -> list:
                          if c.record.get("bleu_signature")})
     notes = [
         f"BLEU: sacreBLEU on detokenized output ({'; '.join(signatures) or 'no signature recorded'}); "
-        "mean ± sample standard deviation over the seeds that finished. 95% CI: of the mean over seeds, "
-        "mean ± t(0.975, n-1)·sd/√n; † one seed: sacreBLEU's bootstrap over the test sentences "
-        "(1000 resamples) instead.",
-        f"Δ BLEU: row minus its baseline ({key}={value}, same {same}), averaged over the seeds both finished, "
-        f"seed s against the baseline's seed s. p: sacreBLEU's {TESTS[s.test]} (sacrebleu.significance."
-        f"PairedTest, as `sacrebleu --paired-{s.test}`), {s.samples} "
-        f"{'resamples' if s.test == 'bs' else 'trials'}, two-sided, on the paired seeds' outputs "
-        "concatenated (the test set once per seed, each sentence against the same sentence of the "
-        f"baseline's same seed); outputs identical to the baseline's get p = 1; * p < {ALPHA}. "
-        "p measures how sure the difference is over test sentences for these trained models; it does "
-        "not include the spread over seeds: a difference with p < 0.05 that lies inside the seeds' "
-        "95% CI is not shown to hold for another seed. The tested difference is that of the concatenated "
-        "outputs' BLEU (CSV column delta_bleu_tested), which can differ from Δ, the mean of the seeds' "
-        "differences; ‡ marks a row where the two have opposite signs"
+        "mean ± sample standard deviation over the seeds that finished. BLEU 95% CI: of the row's mean over "
+        "seeds, mean ± t(0.975, n-1)·sd/√n; † one seed: sacreBLEU's bootstrap over the test sentences "
+        "(1000 resamples) instead. chrF++: sacreBLEU's chrF with word bigrams (CHRF(word_order=2), "
+        "`sacrebleu -m chrf --chrf-word-order 2`), mean ± sd over seeds, computed from the outputs where a "
+        "record predates it.",
+        f"Δ: row minus its baseline ({key}={value}, same {same}), the mean over the seeds both finished of the "
+        "per-seed differences (seed s against the baseline's seed s). Verdict, * on Δ: a paired t-test over "
+        "those seeds whose variance covers both the spread over seeds and the test set's sampling of "
+        f"sentences (se² = max(sd of the per-seed differences² / n, test-set bootstrap variance of Δ with "
+        f"{VERDICT_RESAMPLES} resamples), t with n-1 degrees of freedom), Holm-adjusted over the rows compared "
+        f"with the same baseline (p seeds (Holm)); better / worse at adjusted p < {ALPHA}, else no evidence; "
+        "it needs two paired seeds. Δ 95% CI: from the same t, not adjusted: a verdict of better or worse always "
+        "has a CI that excludes 0; with several rows a CI can exclude 0 while Holm still says no evidence. "
+        "The calibration (results/significance_calibration.md) measures its false-positive rate and power.",
+        f"p sentences only: sacreBLEU's {TESTS[s.test]} (sacrebleu.significance.PairedTest, as "
+        f"`sacrebleu --paired-{s.test}`), {s.samples} {'resamples' if s.test == 'bs' else 'trials'}, two-sided, on "
+        "the paired seeds' outputs concatenated, as many papers report it. It treats the trained models as fixed: "
+        "it does not cover the spread over seeds, so it says nothing about another seed and marks nothing here"
         + (f"; signature {report.test_signature}." if report.test_signature else "."),
-        f"Paper PPL / BLEU: {WHERE}. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
+        f"Paper Δ BLEU: the paper's own difference for the same comparison (the paper's row minus its "
+        f"{key}={value} row), {WHERE}; the papers' absolute scores (CSV paper_bleu, paper_ppl) are on other test "
+        "sets and are not comparable with ours. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
     ]
     return notes
+
+
+def power_table(report):
+    s = report.settings
+    size = f"{s.test_size} sentences" if s.test_size else "this test set"
+    headers = identity_headers(report) + ["paired seeds", "test sentences", "seed sd of Δ per seed",
+                                          "test-set sd of Δ per seed", "mde BLEU", f"seeds for |Δ| = {s.effect:g} "
+                                          f"at {size}"]
+    body = []
+    for row in report.rows:
+        v, test = row.values, row.tests.get(("bleu", "test"))
+        if test is None:
+            continue
+        needed = v.get("seeds_needed")
+        body.append(identity_cells(row) + [str(test.n), str(test.sentences), number(v.get("power_seed_sd")),
+                                           number(v.get("power_sentence_sd")), number(v.get("mde_bleu")),
+                                           "-" if needed is None else str(needed)])
+    return headers, body
+
+
+def power_notes(report) -> list:
+    s = report.settings
+    return [f"Power planning for the verdict's test at α = {ALPHA}, {POWER:.0%} power, from each row's own variance "
+            "components: the per-seed differences' spread is split into the test-set part (the bootstrap's, one "
+            "seed) and the rest, the seeds' own part. mde BLEU: the smallest |Δ| the verdict finds with "
+            f"{POWER:.0%} power at the row's seeds and test set. Seeds for |Δ| = {s.effect:g}: the fewest seeds that "
+            f"find it with {POWER:.0%} power{f' on {s.test_size} test sentences (the test-set part scaled by the size ratio; its sd by the square root)' if s.test_size else ''}. "
+            "Both come from 2-3 seeds' spread here, which is itself uncertain: read them as orders of magnitude. "
+            "Set with posenc-table --power [--effect D] [--test-size M]; checked against simulation in "
+            "results/significance_calibration.md."]
 
 
 def length_notes(report) -> list:
@@ -132,8 +191,8 @@ def length_notes(report) -> list:
              f"(whitespace tokens of the raw source; edges {edges}, set with --buckets); BLEU of each bucket's "
              f"sentences per seed, averaged over seeds. Sentences per bucket: {sizes}."]
     if report.has_long:
-        notes.append("Long split: test_long, sentences longer than every training sentence; Δ and p as on the "
-                     "test split.")
+        notes.append("Long split: test_long, sentences longer than every training sentence; Δ, its CI, the "
+                     "verdict (Holm over the long split's rows) and p as on the test split.")
     return notes
 
 
@@ -164,7 +223,8 @@ def markdown(headers, body) -> str:
 
 LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                 "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "√": r"$\surd$", "·": r"$\cdot$"}
+                 "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "√": r"$\surd$", "·": r"$\cdot$",
+                 "²": r"$^2$", "α": r"$\alpha$"}
 
 
 def latex_escape(text: str) -> str:
@@ -199,6 +259,8 @@ def render_report(report, fmt: str = "md", title: bool = False) -> str:
     left = len(identity_headers(report))
     parts = [head + _block(fmt, *scores_table(report), scores_notes(report), left),
              _block(fmt, *length_table(report), length_notes(report), left)]
+    if report.settings.power and power_table(report)[1]:
+        parts.append(_block(fmt, *power_table(report), power_notes(report), left))
     if status:
         parts.append("".join(prefix + (latex_escape(s) if fmt == "latex" else s) + "\n" for s in status))
     return "\n".join(parts)
@@ -232,7 +294,7 @@ def side_by_side(reports):
     ordered = sorted(levels, key=lambda lv: order_key(key, lv))
     headers = ["position embeddings" if key == "placement" else key]
     for label, _, has_long in columns:
-        headers += [f"{label} BLEU", f"{label} Δ", f"{label} p"] + ([f"{label} BLEU long"] if has_long else [])
+        headers += [f"{label} BLEU", f"{label} Δ", f"{label} verdict"] + ([f"{label} BLEU long"] if has_long else [])
     body = []
     for level in ordered:
         cells = [PLACEMENT_LABEL.get(level, level) if key == "placement" else level]
@@ -242,7 +304,7 @@ def side_by_side(reports):
                 cells += ["-", "-", "not in this sweep"] + (["-"] if has_long else [])
                 continue
             v = row.values
-            cells += [mean_sd(v["bleu"], v["bleu_sd"]), number(v["delta_bleu"], signed=True), p_cell(v)]
+            cells += [mean_sd(v["bleu"], v["bleu_sd"]), delta_cell(v), verdict_cell(v)]
             if has_long:
                 cells.append(mean_sd(v.get(field("bleu", "test_long")), v.get("bleu_test_long_sd")))
         body.append(cells)
@@ -257,8 +319,8 @@ def render_reports(reports, fmt: str = "md") -> str:
     if fmt == "csv":
         return csv_text([d for r in reports for d in as_dicts(r)]) + \
             "".join(f"# {r.sweep.label}: {n}\n" for r in reports for n in status_notes(r))
-    note = ("Side by side: each sweep's rows against its own baseline; mean ± sd over seeds; Δ and p as in "
-            "each sweep's own table below.")
+    note = ("Side by side: each sweep's rows against its own baseline; mean ± sd over seeds; Δ and the verdict "
+            "(* on Δ) as in each sweep's own table below.")
     parts = [_block(fmt, *side_by_side(reports), [note])]
     parts += [render_report(r, fmt, title=True) for r in reports]
     return "\n".join(parts)

@@ -1,6 +1,7 @@
 """A sweep's cells as table rows: one row per configuration (every key but the seed), its scores
 over seeds, and its difference from a baseline row with a paired test on the system outputs."""
 
+import math
 from dataclasses import dataclass, field as dc_field
 
 import numpy as np
@@ -10,10 +11,13 @@ from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import SPLITS, cell_output, field
 from posenc.report.records import time_capped
 from posenc.report.references import paper_numbers
-from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, Scorer, bootstrap_ci, corpus_bleu, paired_test
+from posenc.report import power as power_mod
+from posenc.report.significance import (DEFAULT_RESAMPLES, TESTS, Scorer, bootstrap_ci, corpus_bleu, corpus_score,
+                                        paired_test)
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.sweep import RECORD_KEYS
 from posenc.report.testsets import TestSets
+from posenc.report.verdict import RESAMPLES as VERDICT_RESAMPLES, holm, resample_counts, seed_test, verdict
 
 BOOTSTRAP_CI_RESAMPLES = 1000
 
@@ -28,6 +32,9 @@ class Settings:
     edges: tuple = None                       # source-length bucket edges; None: by corpus
     test: str = "bs"                          # "bs" (paired bootstrap) or "ar" (approximate randomization)
     resamples: int = 0                        # 0: sacreBLEU's default for the test
+    power: bool = False                       # mde_bleu and seeds_needed, and the power section
+    effect: float = power_mod.DEFAULT_EFFECT  # the |Δ| seeds_needed is for (BLEU)
+    test_size: int = None                     # sentences seeds_needed plans for; None: this test set
 
     @property
     def samples(self) -> int:
@@ -49,6 +56,8 @@ class Row:
     outputs: dict = dc_field(default_factory=dict)    # split -> {seed: Output}
     problems: dict = dc_field(default_factory=dict)   # split -> why an ok cell has no usable output
     values: dict = dc_field(default_factory=dict)     # the computed columns (see as_dict)
+    tests: dict = dc_field(default_factory=dict)      # (metric, split) -> verdict.SeedTest against the baseline
+    chrf_by_seed: dict = dc_field(default_factory=dict)   # split -> {seed: chrF++}
 
     def ok_cells(self):
         return [c for c in self.cells if c.record.get("status") == "ok"]
@@ -111,6 +120,9 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     edges, labels, sizes = _buckets(rows, settings)
     for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows])):
         row.values.update(paper_source=source, paper_ppl=ppl, paper_bleu=bleu)
+    _paper_deltas(rows, base_key, base_value)
+    if settings.power:
+        _power(rows, settings)
     return Report(sweep, rows, settings, edges, labels, sizes, has_long, signature, warnings)
 
 
@@ -163,6 +175,13 @@ def _scores(row: Row, has_long: bool) -> None:
         output = next(iter(row.outputs["test"].values()))
         v["bleu_ci_low"], v["bleu_ci_high"] = bootstrap_ci(output.stats, output.options, BOOTSTRAP_CI_RESAMPLES)
         v["bleu_ci_kind"] = "bootstrap"
+    for split in ("test", "test_long") if has_long else ("test",):
+        # chrF++ of each seed: from its output (records older than chrF++ get it here), else as recorded.
+        by_seed = {seed: value for seed, value in row.seed_values(field("chrf", split)).items()}
+        by_seed.update({seed: corpus_score(o.chrf_array.sum(0), o.chrf_options, "chrf")
+                        for seed, o in row.outputs.get(split, {}).items()})
+        v[field("chrf", split)], v[field("chrf", split) + "_sd"] = mean_sd(by_seed.values())
+        row.chrf_by_seed[split] = by_seed
     v["seeds"] = [c.record.get("seed") for c in row.ok_cells()]
     v["seeds_ok"] = len(v["seeds"])
     v["not_ok"] = [f"seed {c.record.get('seed')} {c.record.get('status')}" for c in row.cells
@@ -173,7 +192,8 @@ def _scores(row: Row, has_long: bool) -> None:
 
 
 def _significance(rows, split, base_key, base_value, settings):
-    """Delta and p-value of every row against its baseline on one split; returns the test's signature."""
+    """Δ, sacreBLEU's sentence-only p and the verdict over seeds of every row against its baseline
+    on one split, for BLEU and chrF++; returns the sentence-only test's signature."""
     suffix = "" if split == "test" else f"_{split}"
     by_group = {}
     for row in rows:
@@ -183,6 +203,7 @@ def _significance(rows, split, base_key, base_value, settings):
     for row in rows:
         v = row.values
         v[f"delta_bleu{suffix}"] = v[f"p_value{suffix}"] = v[f"delta_bleu_tested{suffix}"] = None
+        v[f"delta_chrf{suffix}"] = None
         v[f"paired_seeds{suffix}"] = 0
         rest = tuple((k, val) for k, val in row.identity.items() if k != base_key)
         base = by_group[rest].get(base_value)
@@ -196,6 +217,10 @@ def _significance(rows, split, base_key, base_value, settings):
         common = [s for s in mine if s in theirs]
         if common:
             v[f"delta_bleu{suffix}"] = float(np.mean([mine[s] - theirs[s] for s in common]))
+        chrf_mine, chrf_theirs = row.chrf_by_seed.get(split, {}), base.chrf_by_seed.get(split, {})
+        chrf_common = [s for s in chrf_mine if s in chrf_theirs]
+        if chrf_common:
+            v[f"delta_chrf{suffix}"] = float(np.mean([chrf_mine[s] - chrf_theirs[s] for s in chrf_common]))
         v[f"p_note{suffix}"] = _untestable(row, base, split, common)
         if v[f"p_note{suffix}"]:
             continue
@@ -214,7 +239,84 @@ def _significance(rows, split, base_key, base_value, settings):
             # What the test is about: BLEU of the concatenated outputs, not the mean over seeds (Δ).
             row.values[f"delta_bleu_tested{suffix}"] = results[str(i)].score - base_bleu
             row.values[f"paired_seeds{suffix}"] = len(paired)
+    _verdicts(rows, by_group, base_key, base_value, split, batches)
     return signature
+
+
+# The verdict's columns per metric: BLEU keeps the contract's bare names, chrF++ gets "_chrf".
+VERDICT_COLUMNS = ("p_seeds", "p_seeds_holm", "delta_ci_low", "delta_ci_high", "verdict")
+
+
+def verdict_column(name: str, metric: str = "bleu", split: str = "test") -> str:
+    return name + ("" if metric == "bleu" else f"_{metric}") + ("" if split == "test" else f"_{split}")
+
+
+def _verdicts(rows, by_group, base_key, base_value, split, batches):
+    """The seed test of every testable row, Holm over the rows sharing a baseline, the verdict."""
+    tested = {id(row): (base, paired) for base, paired, members in batches.values() for row in members}
+    counts = {}
+    for metric in ("bleu", "chrf"):
+        families = {}
+        for row in rows:
+            cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
+            for col in cols.values():
+                row.values[col] = None
+            note = row.values[f"p_note{'' if split == 'test' else '_' + split}"]
+            if id(row) not in tested:
+                row.values[cols["verdict"]] = "n/a: baseline" if note == "baseline" else f"n/a: {note}"
+                continue
+            base, paired = tested[id(row)]
+            if len(paired) < 2:
+                row.values[cols["verdict"]] = "n/a: one paired seed (no spread over seeds to test against)"
+                continue
+            mine = [row.outputs[split][s].arrays(metric) for s in paired]
+            theirs = [base.outputs[split][s].arrays(metric) for s in paired]
+            sentences = mine[0][0].shape[0]
+            if sentences not in counts:
+                counts[sentences] = resample_counts(sentences, VERDICT_RESAMPLES)
+            test = seed_test([m[0] for m in mine], [t[0] for t in theirs], mine[0][1], metric, counts[sentences])
+            row.tests[(metric, split)] = test
+            row.values[cols["p_seeds"]] = test.p
+            row.values[cols["delta_ci_low"]], row.values[cols["delta_ci_high"]] = test.ci_low, test.ci_high
+            families.setdefault(id(base), []).append(row)
+        for members in families.values():
+            adjusted = holm({id(r): r.tests[(metric, split)].p for r in members})
+            for r in members:
+                cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
+                r.values[cols["p_seeds_holm"]] = adjusted[id(r)]
+                r.values[cols["verdict"]] = verdict(r.tests[(metric, split)].delta, adjusted[id(r)])
+
+
+def _paper_deltas(rows, base_key, base_value):
+    """The paper's own Δ beside a row whose paper measured the same comparison as its baseline."""
+    by_group = {}
+    for row in rows:
+        rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)
+        by_group.setdefault(rest, {})[row.identity.get(base_key)] = row
+    for row in rows:
+        rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)
+        base = by_group[rest].get(base_value)
+        v = row.values
+        v["paper_delta"] = None
+        if base is not None and base is not row and v.get("paper_bleu") and base.values.get("paper_bleu") \
+                and v.get("paper_source") == base.values.get("paper_source"):
+            v["paper_delta"] = round(float(v["paper_bleu"]) - float(base.values["paper_bleu"]), 2)
+
+
+def _power(rows, settings):
+    """mde_bleu (at the row's seeds and test set) and seeds_needed (for settings.effect at
+    settings.test_size) from the row's own variance components."""
+    for row in rows:
+        test = row.tests.get(("bleu", "test"))
+        row.values["mde_bleu"] = row.values["seeds_needed"] = None
+        if test is None:
+            continue
+        components = power_mod.Components.of(test)
+        row.values["mde_bleu"] = power_mod.mde(test.n, components)
+        needed = power_mod.seeds_needed(settings.effect, components, settings.test_size)
+        row.values["seeds_needed"] = needed if needed is not None else f">{power_mod.MAX_SEEDS}"
+        row.values["power_seed_sd"] = math.sqrt(components.seed_var)
+        row.values["power_sentence_sd"] = math.sqrt(components.sentence_var)
 
 
 def _untestable(row, base, split, common) -> str:

@@ -11,8 +11,17 @@ import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sacrebleu.metrics import BLEU
+import sacrebleu
+from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest, _bootstrap_resample
+
+# The private pieces used here (``_bootstrap_resample``, ``_extract_corpus_statistics``,
+# ``_compute_score_from_stats``, ``Score._mean/_ci``) have no public equivalent: sacreBLEU has no
+# per-sentence statistics API. pyproject.toml pins the version they were tested with, and
+# tests/test_report_significance.py fails, naming it, on any other.
+TESTED_SACREBLEU = "2.6.0"
+# chrF++ (Popovic 2017): character 6-grams and word 1-2-grams, sacreBLEU's ``-m chrf --chrf-word-order 2``.
+CHRF_WORD_ORDER = 2
 
 TESTS = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomization"}
 DEFAULT_RESAMPLES = {"bs": 1000, "ar": 10000}   # sacreBLEU's own defaults
@@ -37,6 +46,28 @@ def bleu_options(signature: str) -> dict:
     return options
 
 
+def chrf_options(signature: str) -> dict:
+    """The ``CHRF(...)`` arguments that reproduce a chrF signature such as
+    ``nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:2.6.0``; an empty one gives chrF++."""
+    fields = dict(part.split(":", 1) for part in signature.split("|") if ":" in part)
+    options = {"char_order": int(fields.get("nc", CHRF.CHAR_ORDER)), "word_order": int(fields.get("nw", CHRF_WORD_ORDER))}
+    if fields.get("case") == "lc":
+        options["lowercase"] = True
+    if fields.get("space") == "yes":
+        options["whitespace"] = True
+    if fields.get("eff") == "no":
+        options["eps_smoothing"] = True
+    return options
+
+
+def chrf_metric(lowercase: bool = False, references=None) -> CHRF:
+    """The chrF++ every cell is scored with."""
+    return CHRF(word_order=CHRF_WORD_ORDER, lowercase=lowercase, references=references)
+
+
+METRICS = {"bleu": BLEU, "chrf": CHRF}
+
+
 @contextmanager
 def _quiet_sacrebleu():
     """sacreBLEU logs each step of a test at INFO, which a Hydra sweep prints; hush it for the
@@ -51,23 +82,37 @@ def _quiet_sacrebleu():
 
 
 class Scorer:
-    """One sacreBLEU BLEU per reference set and options, its references preprocessed once."""
+    """One sacreBLEU metric per reference set and options, its references preprocessed once."""
 
     def __init__(self):
         self._metrics = {}
 
-    def sentence_stats(self, hypotheses, references, options: dict, references_key) -> list:
-        """BLEU's sufficient statistics, one list per sentence (hypothesis and reference length,
-        n-gram matches and totals): any subset's BLEU is ``corpus_bleu`` of their sum."""
-        key = (references_key, tuple(sorted(options.items())))
+    def sentence_stats(self, hypotheses, references, options: dict, references_key, metric: str = "bleu") -> list:
+        """The metric's sufficient statistics, one list per sentence (BLEU: hypothesis and
+        reference length, n-gram matches and totals; chrF: hypothesis, reference and matching
+        n-grams per order): any subset's score is that of their sum."""
+        key = (metric, references_key, tuple(sorted(options.items())))
         if key not in self._metrics:
-            self._metrics[key] = BLEU(references=[references], **options)
+            self._metrics[key] = METRICS[metric](references=[references], **options)
         return self._metrics[key]._extract_corpus_statistics(hypotheses, None)
 
 
 def corpus_bleu(summed_stats, options: dict) -> float:
     """BLEU of summed sufficient statistics (sacreBLEU's own formula)."""
     return BLEU(**options)._compute_score_from_stats(list(summed_stats)).score
+
+
+def corpus_score(summed_stats, options: dict, metric: str = "bleu") -> float:
+    """The metric's score of summed sufficient statistics (sacreBLEU's own formula)."""
+    return METRICS[metric](**options)._compute_score_from_stats(list(summed_stats)).score
+
+
+def sacrebleu_version_problem() -> str:
+    """Why this sacreBLEU may not be the one the private pieces above were tested with, or ""."""
+    if sacrebleu.__version__ != TESTED_SACREBLEU:
+        return (f"sacreBLEU {sacrebleu.__version__} is installed; posenc's report uses its private per-sentence "
+                f"statistics, tested with sacreBLEU {TESTED_SACREBLEU} only (pyproject.toml pins it)")
+    return ""
 
 
 class _KnownStatsBLEU(BLEU):

@@ -49,7 +49,11 @@ def results_csv(sweep: Sweep) -> str:
     return out.getvalue()
 
 
-def write_sweep_tables(sweep_dir: Path, settings: Settings = Settings(), figures: bool = True) -> str:
+# The sweep-end table.md ends with the power section (posenc-table shows it with --power).
+SWEEP_END = Settings(power=True)
+
+
+def write_sweep_tables(sweep_dir: Path, settings: Settings = SWEEP_END, figures: bool = True) -> str:
     """Write ``results.csv``, ``table.md`` and (by default) the figures into the sweep directory;
     return the table."""
     report = build_reports([sweep_dir], settings)[0]
