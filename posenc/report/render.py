@@ -10,7 +10,7 @@ from posenc.report.references import SOURCES, WHERE
 from posenc.report.power import POWER
 from posenc.report.rows import as_dicts, order_key, verdict_column
 from posenc.report.significance import TESTS
-from posenc.report.verdict import ALPHA, BETTER, RESAMPLES as VERDICT_RESAMPLES, WORSE
+from posenc.report.verdict import ALPHA, BETTER, WORSE
 
 FORMATS = ("md", "csv", "latex")
 PLACEMENT_LABEL = {"both": "both (encoder and decoder)", "source": "source (encoder) only",
@@ -134,8 +134,8 @@ def scores_notes(report) -> list:
         f"Δ: row minus its baseline ({key}={value}, same {same}), the mean over the seeds both finished of the "
         "per-seed differences (seed s against the baseline's seed s). Verdict, * on Δ: a paired t-test over "
         "those seeds whose variance covers both the spread over seeds and the test set's sampling of "
-        f"sentences (se² = max(sd of the per-seed differences² / n, test-set bootstrap variance of Δ with "
-        f"{VERDICT_RESAMPLES} resamples), t with n-1 degrees of freedom), Holm-adjusted over the rows compared "
+        "sentences (se² = sd of the per-seed differences² / n + the variance of Δ over test sentences, one draw "
+        "shared by all seeds; t with n-1 degrees of freedom), Holm-adjusted over the rows compared "
         f"with the same baseline (p seeds (Holm)); better / worse at adjusted p < {ALPHA}, else no evidence; "
         "it needs two paired seeds. Δ 95% CI: from the same t, not adjusted: a verdict of better or worse always "
         "has a CI that excludes 0; with several rows a CI can exclude 0 while Holm still says no evidence. "
@@ -155,8 +155,8 @@ def scores_notes(report) -> list:
 def power_table(report):
     s = report.settings
     size = f"{s.test_size} sentences" if s.test_size else "this test set"
-    headers = identity_headers(report) + ["paired seeds", "test sentences", "seed sd of Δ per seed",
-                                          "test-set sd of Δ per seed", "mde BLEU", f"seeds for |Δ| = {s.effect:g} "
+    headers = identity_headers(report) + ["paired seeds", "test sentences", "sd: seeds", "sd: sentences per seed",
+                                          "sd: sentences shared", "mde BLEU", f"seeds for |Δ| = {s.effect:g} "
                                           f"at {size}"]
     body = []
     for row in report.rows:
@@ -165,7 +165,8 @@ def power_table(report):
             continue
         needed = v.get("seeds_needed")
         body.append(identity_cells(row) + [str(test.n), str(test.sentences), number(v.get("power_seed_sd")),
-                                           number(v.get("power_sentence_sd")), number(v.get("mde_bleu")),
+                                           number(v.get("power_sentence_sd")), number(v.get("power_shared_sd")),
+                                           number(v.get("mde_bleu")),
                                            "-" if needed is None else str(needed)])
     return headers, body
 
@@ -173,8 +174,8 @@ def power_table(report):
 def power_notes(report) -> list:
     s = report.settings
     return [f"Power planning for the verdict's test at α = {ALPHA}, {POWER:.0%} power, from each row's own variance "
-            "components: the per-seed differences' spread is split into the test-set part (the bootstrap's, one "
-            "seed) and the rest, the seeds' own part. mde BLEU: the smallest |Δ| the verdict finds with "
+            "components of a per-seed difference (sd of BLEU): the seeds' own effect, the sentence noise that differs "
+            "from seed to seed, and the test-set sampling all seeds share (which more seeds never remove). mde BLEU: the smallest |Δ| the verdict finds with "
             f"{POWER:.0%} power at the row's seeds and test set. Seeds for |Δ| = {s.effect:g}: the fewest seeds that "
             f"find it with {POWER:.0%} power{f' on {s.test_size} test sentences (the test-set part scaled by the size ratio; its sd by the square root)' if s.test_size else ''}. "
             "Both come from 2-3 seeds' spread here, which is itself uncertain: read them as orders of magnitude. "

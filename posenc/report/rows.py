@@ -17,7 +17,7 @@ from posenc.report.significance import (DEFAULT_RESAMPLES, TESTS, Scorer, bootst
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.sweep import RECORD_KEYS
 from posenc.report.testsets import TestSets
-from posenc.report.verdict import RESAMPLES as VERDICT_RESAMPLES, holm, resample_counts, seed_test, verdict
+from posenc.report.verdict import holm, seed_test, verdict
 
 BOOTSTRAP_CI_RESAMPLES = 1000
 
@@ -254,7 +254,6 @@ def verdict_column(name: str, metric: str = "bleu", split: str = "test") -> str:
 def _verdicts(rows, by_group, base_key, base_value, split, batches):
     """The seed test of every testable row, Holm over the rows sharing a baseline, the verdict."""
     tested = {id(row): (base, paired) for base, paired, members in batches.values() for row in members}
-    counts = {}
     for metric in ("bleu", "chrf"):
         families = {}
         for row in rows:
@@ -271,10 +270,7 @@ def _verdicts(rows, by_group, base_key, base_value, split, batches):
                 continue
             mine = [row.outputs[split][s].arrays(metric) for s in paired]
             theirs = [base.outputs[split][s].arrays(metric) for s in paired]
-            sentences = mine[0][0].shape[0]
-            if sentences not in counts:
-                counts[sentences] = resample_counts(sentences, VERDICT_RESAMPLES)
-            test = seed_test([m[0] for m in mine], [t[0] for t in theirs], mine[0][1], metric, counts[sentences])
+            test = seed_test([m[0] for m in mine], [t[0] for t in theirs], mine[0][1], metric)
             row.tests[(metric, split)] = test
             row.values[cols["p_seeds"]] = test.p
             row.values[cols["delta_ci_low"]], row.values[cols["delta_ci_high"]] = test.ci_low, test.ci_high
@@ -314,9 +310,13 @@ def _power(rows, settings):
         components = power_mod.Components.of(test)
         row.values["mde_bleu"] = power_mod.mde(test.n, components)
         needed = power_mod.seeds_needed(settings.effect, components, settings.test_size)
-        row.values["seeds_needed"] = needed if needed is not None else f">{power_mod.MAX_SEEDS}"
+        if needed is None:
+            needed = f">{power_mod.MAX_SEEDS}" if power_mod.reachable(settings.effect, components, settings.test_size) \
+                else "n/a: not with this many test sentences, whatever the seeds"
+        row.values["seeds_needed"] = needed
         row.values["power_seed_sd"] = math.sqrt(components.seed_var)
         row.values["power_sentence_sd"] = math.sqrt(components.sentence_var)
+        row.values["power_shared_sd"] = math.sqrt(components.shared_var)
 
 
 def _untestable(row, base, split, common) -> str:

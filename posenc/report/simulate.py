@@ -8,8 +8,15 @@ statistics are extracted once, for a grid of rates and a few independent corrupt
 (``Pool``); an output at any rate takes, for each sentence, the statistics of one corruption of
 that sentence at one of the two neighbouring grid rates (the upper with the probability that
 interpolates the rate), so every sentence's statistics are those of a real corrupted sentence.
+
+Two models of the sentence noise. ``independent``: every output draws its corruptions afresh, so
+seeds of one system differ sentence by sentence and the seeds share nothing on the test set.
+``shared``: a system draws which corruption each sentence gets once, and its seeds only move its
+rate, so the seeds agree sentence by sentence and a system can be luckier than another on this
+very test set in every seed (what seeds of one real architecture do, to a degree).
 """
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -17,7 +24,17 @@ import numpy as np
 
 from posenc.report.significance import Scorer
 from posenc.report.vector_scores import bleu
-from posenc.report.verdict import ALPHA, resample_counts, seed_test
+from posenc.report.verdict import ALPHA, seed_test, t_test
+
+NOISE = ("independent", "shared")
+
+
+def resample_counts(sentences: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each sentence is drawn in each bootstrap resample, ``(resamples, sentences)``."""
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, sentences, size=(resamples, sentences))
+    flat = index + np.arange(resamples)[:, None] * sentences
+    return np.bincount(flat.ravel(), minlength=resamples * sentences).reshape(resamples, sentences).astype(np.float32)
 
 
 def corrupt(line: str, rate: float, rng: random.Random, vocabulary: list) -> str:
@@ -52,14 +69,18 @@ class Pool:
         """The corruption rate whose corpus BLEU is ``target_bleu`` (the curve falls with the rate)."""
         return np.interp(-np.asarray(target_bleu, dtype=float), -self.curve, self.rates)
 
-    def output(self, rate: float, rng: np.random.Generator, sentences: np.ndarray) -> np.ndarray:
-        """Per-sentence statistics ``(len(sentences), k)`` of one output at ``rate``; ``sentences``
-        indexes the pool's sentences (a test set of another size resamples them)."""
+    def noise(self, rng: np.random.Generator, size: int):
+        """The random choices of one output: per sentence a uniform (which grid rate) and a draw."""
+        return rng.random(size), rng.integers(0, self.stats.shape[1], size)
+
+    def output(self, rate: float, noise, sentences: np.ndarray) -> np.ndarray:
+        """Per-sentence statistics ``(len(sentences), k)`` of one output at ``rate`` with the choices
+        ``noise``; ``sentences`` indexes the pool's sentences (another test size resamples them)."""
+        uniform, draw = noise
         position = np.interp(rate, self.rates, np.arange(len(self.rates)))
         low = int(np.floor(position))
         high = min(low + 1, len(self.rates) - 1)
-        grid = np.where(rng.random(len(sentences)) < position - low, high, low)
-        draw = rng.integers(0, self.stats.shape[1], len(sentences))
+        grid = np.where(uniform < position - low, high, low)
         return self.stats[grid, draw, sentences]
 
 
@@ -77,39 +98,59 @@ def sacrebleu_star_p(row: np.ndarray, base: np.ndarray, counts: np.ndarray, opti
 class Setting:
     seeds: int
     sentences: int
-    seed_sd: float          # sd of one system's corpus BLEU over seeds (before sentence noise)
+    seed_sd: float          # sd of one system's corpus BLEU over seeds from its rate (before sentence noise)
     effect: float           # true difference in BLEU, row minus baseline
+    noise: str = "independent"
     base_bleu: float = 40.0
 
 
-def simulate(pool: Pool, setting: Setting, comparisons: int, seed: int = 0, resamples: int = 200,
-             star_resamples: int = 300, with_star: bool = True):
+def combined(test, combine: str) -> float:
+    """se² of the verdict's alternatives, from the same test's parts."""
+    if combine == "sum":
+        return test.sd_diff ** 2 / test.n + test.var_test
+    if combine == "max":
+        return max(test.sd_diff ** 2 / test.n, test.var_test)
+    return test.se ** 2
+
+
+def simulate(pool: Pool, setting: Setting, comparisons: int, seed: int = 0, star_comparisons: int = None,
+             star_resamples: int = 300):
     """``comparisons`` independent sweeps of a row against its baseline. Returns a dict of arrays:
-    ``delta``, ``p_seeds`` (the verdict's p), ``ci_low``/``ci_high``, ``p_star`` (today's p), and
-    ``seed_bleu_sd`` (the baseline's measured sd over seeds, sentence noise included)."""
+    ``delta``, ``p_shared`` (the verdict's p), ``p_sum`` and ``p_max`` (the alternatives),
+    ``ci_low``/``ci_high``, ``p_star`` (today's p: sacreBLEU's paired bootstrap on the concatenated
+    outputs; NaN beyond the first ``star_comparisons``), ``seed_bleu_sd`` (the baseline's measured
+    sd over seeds, sentence noise included), and the test's variance parts."""
     rng = np.random.default_rng(seed)
     n, size = setting.seeds, setting.sentences
-    counts = resample_counts(size, resamples, seed=seed + 1)
-    star_counts = resample_counts(n * size, star_resamples, seed=seed + 2) if with_star else None
-    out = {k: np.empty(comparisons) for k in ("delta", "p_seeds", "ci_low", "ci_high", "p_star", "seed_bleu_sd",
-                                              "sd_diff", "se_bootstrap")}
+    star_comparisons = comparisons if star_comparisons is None else star_comparisons
+    star_counts = resample_counts(n * size, star_resamples, seed=seed + 2) if star_comparisons else None
+    out = {k: np.full(comparisons, np.nan) for k in ("delta", "p_shared", "p_sum", "p_max", "ci_low", "ci_high", "p_star",
+                                                      "seed_bleu_sd", "sd_diff", "var_test", "var_test_seed")}
     for c in range(comparisons):
         # One test set per sweep: the pool's own sentences, or a resample of them to another size.
         sentences = (np.arange(size) if size == pool.stats.shape[2]
                      else rng.integers(0, pool.stats.shape[2], size))
         base_bleus = setting.base_bleu + setting.seed_sd * rng.standard_normal(n)
         row_bleus = setting.base_bleu + setting.effect + setting.seed_sd * rng.standard_normal(n)
-        base = [pool.output(r, rng, sentences) for r in pool.rate_for(base_bleus)]
-        row = [pool.output(r, rng, sentences) for r in pool.rate_for(row_bleus)]
-        test = seed_test(row, base, {}, counts=counts)
-        out["delta"][c], out["p_seeds"][c] = test.delta, test.p
+        outputs = {}
+        for name, bleus in (("base", base_bleus), ("row", row_bleus)):
+            shared = pool.noise(rng, size)
+            outputs[name] = [pool.output(r, shared if setting.noise == "shared" else pool.noise(rng, size), sentences)
+                             for r in pool.rate_for(bleus)]
+        test = seed_test(outputs["row"], outputs["base"], {})
+        for combine in ("sum", "max"):
+            out[f"p_{combine}"][c] = t_test(test.delta, math.sqrt(combined(test, combine)), n - 1)[0]
+        out["delta"][c], out["p_shared"][c] = test.delta, test.p
         out["ci_low"][c], out["ci_high"][c] = test.ci_low, test.ci_high
-        out["sd_diff"][c], out["se_bootstrap"][c] = test.sd_diff, test.se_bootstrap
-        out["seed_bleu_sd"][c] = float(np.std(bleu(np.stack(base).sum(1, dtype=np.float64), {}), ddof=1))
-        out["p_star"][c] = sacrebleu_star_p(np.concatenate(row), np.concatenate(base), star_counts) \
-            if with_star else np.nan
+        out["sd_diff"][c], out["var_test"][c], out["var_test_seed"][c] = test.sd_diff, test.var_test, test.var_test_seed
+        out["seed_bleu_sd"][c] = float(np.std(bleu(np.stack(outputs["base"]).sum(1, dtype=np.float64), {}), ddof=1))
+        if c < star_comparisons:
+            out["p_star"][c] = sacrebleu_star_p(np.concatenate(outputs["row"]), np.concatenate(outputs["base"]),
+                                                star_counts)
     return out
 
 
 def rejection_rate(p_values, alpha: float = ALPHA) -> float:
-    return float(np.mean(np.asarray(p_values) < alpha))
+    p_values = np.asarray(p_values)
+    p_values = p_values[~np.isnan(p_values)]
+    return float(np.mean(p_values < alpha)) if len(p_values) else float("nan")

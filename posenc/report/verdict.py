@@ -1,23 +1,26 @@
 """The verdict of a row against its baseline: a paired t-test over seeds whose variance also covers
-the test set's sampling, Holm's adjustment over the rows sharing a baseline, and the words.
+the test set's sampling of sentences, Holm's adjustment over the rows sharing a baseline, and the words.
 
 Δ is the table's: the mean over paired seeds of the per-seed corpus-score differences
-d_s = score(row, seed s) - score(baseline, seed s). Its variance is estimated two ways and the
-larger is used:
+d_s = score(row, seed s) - score(baseline, seed s). A d_s varies by the seed's own effect, by
+sentence noise that differs from seed to seed, and by the test set's sampling of sentences that
+every seed shares (a row luckier on these very sentences in every seed). The spread of the d_s
+over seeds, s_d, holds the first two; it cannot show the third. So
 
-- ``s_d² / n``, the spread of the d_s over seeds. Each seed's d_s is measured on the test set, so
-  this already holds that seed's sentence noise as well as the seed's own effect;
-- a bootstrap over test sentences (one shared draw for every seed and both systems) of Δ: a floor
-  for when the seeds agree by chance so closely that s_d is near 0.
+    se² = s_d² / n + v_shared,   t = Δ / se,   Student's t with n - 1 degrees of freedom,
 
-``t = Δ / se`` against Student's t with n - 1 degrees of freedom (exact for normal d_s, and
-conservative with the floor), two-sided. The calibration in results/significance_calibration.md
-(scripts/calibrate_significance.py) checks its false-positive rate and power on real text.
+two-sided. The t with n - 1 degrees of freedom is exact for the seed part (normal d_s), even at
+n = 3, when seeds agree closely by chance. v_shared comes from the per-sentence influence of each
+seed's output on its corpus score (the delta-method variance, the large-sample value of a
+bootstrap over sentences, which tests/test_report_verdict.py checks against a bootstrap): with
+one draw of sentences shared by all seeds the variance of Δ is v_test = v_shared + v_seed / n,
+and per seed it is v_shared + v_seed, which separates the two. The calibration
+(scripts/calibrate_significance.py, results/significance_calibration.md) measured this against
+two alternatives (s_d²/n + v_test, and the larger of s_d²/n and v_test) on real text and chose it.
 """
 
 import math
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -25,8 +28,10 @@ from scipy import stats as scipy_stats
 from posenc.report.vector_scores import SCORERS
 
 ALPHA = 0.05
-RESAMPLES = 1000          # bootstrap draws of test sentences for the floor
 BETTER, WORSE, NO_EVIDENCE = "better", "worse", "no evidence"
+# How se² is made. "shared" (the verdict): s_d²/n + the shared part of v_test. "sum": s_d²/n + v_test.
+# "max": the larger of s_d²/n and v_test. The calibration measured all three.
+COMBINE = ("shared", "sum", "max")
 
 
 @dataclass(frozen=True)
@@ -38,46 +43,70 @@ class SeedTest:
     ci_high: float
     n: int                # paired seeds
     sd_diff: float        # s_d: sample sd of the d_s over seeds
-    se_bootstrap: float   # test-set bootstrap sd of delta (the floor)
+    var_test: float       # v_test: variance of delta over test sentences (shared draw)
+    var_test_seed: float  # mean over seeds of the variance of one seed's d_s over test sentences
     sentences: int        # test sentences per seed
 
     @property
     def df(self) -> int:
         return self.n - 1
 
+    @property
+    def sentence_var(self) -> float:
+        """Sentence noise of one seed's d_s that differs from seed to seed: the per-seed variance
+        over sentences exceeds that of the mean over seeds by (1 - 1/n) of it."""
+        if self.n < 2:
+            return float("nan")
+        return max((self.var_test_seed - self.var_test) * self.n / (self.n - 1), 0.0)
 
-def resample_counts(sentences: int, resamples: int = RESAMPLES, seed=None) -> np.ndarray:
-    """How often each sentence is drawn in each bootstrap resample, ``(resamples, sentences)``.
-    The seed is sacreBLEU's (``SACREBLEU_SEED``, default 12345), so a table renders the same twice."""
-    if seed is None:
-        text = os.environ.get("SACREBLEU_SEED", "12345")
-        seed = None if text.lower() == "none" else int(text)
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, sentences, size=(resamples, sentences))
-    flat = index + np.arange(resamples)[:, None] * sentences
-    return np.bincount(flat.ravel(), minlength=resamples * sentences).reshape(resamples, sentences).astype(np.float32)
+    @property
+    def shared_var(self) -> float:
+        """Sampling of test sentences that every seed shares: what the seeds' spread cannot show."""
+        if self.n < 2:
+            return self.var_test
+        return max(self.var_test - self.sentence_var / self.n, 0.0)
 
 
-def seed_test(row_stats, base_stats, options: dict, metric: str = "bleu", counts=None) -> SeedTest:
-    """The test of one row against its baseline. ``row_stats`` and ``base_stats``: per paired seed
-    (same order), the per-sentence statistics ``(sentences, k)`` on the same test set. ``counts``:
-    the bootstrap's draws (``resample_counts``), shared between calls to save drawing them again."""
+def influence(stats: np.ndarray, options: dict, metric: str) -> np.ndarray:
+    """Each sentence's first-order contribution to the corpus score, ``(..., N)``: the gradient of
+    the score at the summed statistics (central differences) times the sentence's statistics. The
+    variance over sentences of the sum of these, times N, is the bootstrap variance in the limit."""
     score = SCORERS[metric]
-    row = np.stack([np.asarray(s, dtype=np.float32) for s in row_stats])      # (n, N, k)
-    base = np.stack([np.asarray(s, dtype=np.float32) for s in base_stats])
-    n, sentences, k = row.shape
-    diffs = score(row.sum(1, dtype=np.float64), options) - score(base.sum(1, dtype=np.float64), options)
+    total = stats.sum(-2, dtype=np.float64)                       # (..., k)
+    k = total.shape[-1]
+    step = np.maximum(1e-4 * np.abs(total), 1e-3)
+    eye = np.eye(k)
+    up = score(total[..., None, :] + eye * step[..., None, :], options)
+    down = score(total[..., None, :] - eye * step[..., None, :], options)
+    gradient = (up - down) / (2 * step)                           # (..., k)
+    return np.einsum("...nk,...k->...n", stats, gradient)
+
+
+def seed_test(row_stats, base_stats, options: dict, metric: str = "bleu", combine: str = "shared") -> SeedTest:
+    """The test of one row against its baseline. ``row_stats`` and ``base_stats``: per paired seed
+    (same order), the per-sentence statistics ``(sentences, k)`` on the same test set."""
+    score = SCORERS[metric]
+    row = np.stack([np.asarray(s, dtype=np.float64) for s in row_stats])      # (n, N, k)
+    base = np.stack([np.asarray(s, dtype=np.float64) for s in base_stats])
+    n, sentences, _ = row.shape
+    diffs = score(row.sum(1), options) - score(base.sum(1), options)
     delta = float(diffs.mean())
     sd = float(diffs.std(ddof=1)) if n > 1 else 0.0
-    if counts is None or counts.shape[1] != sentences:
-        counts = resample_counts(sentences)
-    both = np.concatenate([row, base]).transpose(1, 0, 2).reshape(sentences, 2 * n * k)
-    summed = (counts @ both).reshape(-1, 2, n, k)                               # (B, system, seed, k)
-    boot = (score(summed[:, 0], options) - score(summed[:, 1], options)).mean(-1)
-    se_bootstrap = float(boot.std(ddof=1))
-    se = math.sqrt(max(sd ** 2 / n, se_bootstrap ** 2)) if n > 1 else float("nan")
+    per_seed = influence(row, options, metric) - influence(base, options, metric)   # (n, N)
+    var_test = float(sentences * per_seed.mean(0).var())
+    var_test_seed = float(sentences * per_seed.var(1).mean())
+    parts = SeedTest(delta, float("nan"), float("nan"), float("nan"), float("nan"), n, sd, var_test, var_test_seed,
+                     sentences)
+    if n < 2:
+        return parts
+    if combine == "shared":
+        se = math.sqrt(sd ** 2 / n + parts.shared_var)
+    elif combine == "sum":
+        se = math.sqrt(sd ** 2 / n + var_test)
+    else:
+        se = math.sqrt(max(sd ** 2 / n, var_test))
     p, low, high = t_test(delta, se, n - 1)
-    return SeedTest(delta, se, p, low, high, n, sd, se_bootstrap, sentences)
+    return replace(parts, se=se, p=p, ci_low=low, ci_high=high)
 
 
 def t_test(delta: float, se: float, df: int):
