@@ -6,10 +6,12 @@
   2. The same 1,000 cells with Hydra's multirun.yaml plan (Hydra writes one for every sweep).
   3. The 12-cell main job (4 placements x 3 seeds) with its plan and hypothesis files of the
      synthetic test sets' size (500 test + 500 test_long sentences, BLEU near 90 as measured),
-     with significance (paired bootstrap, 1000 resamples), buckets and the long split. Target:
-     under 10 s. First with no sentence statistics cached (as at the sweep's end), then again
-     (cached, as posenc-table and a rerun of the sweep find them); with --plots; with
-     --test ar (10,000 trials).
+     with significance (sacreBLEU's paired bootstrap, 1000 resamples, and the verdict over seeds),
+     chrF++, buckets and the long split. Target: under 10 s. First with no sentence statistics
+     cached (a sweep scored before the cells cached them), then again (cached, as the sweep's end
+     finds them: each cell caches its outputs' BLEU and chrF++ statistics as it scores them; and
+     as posenc-table and a rerun of the sweep find them); with --plots; with --test ar (10,000
+     trials).
 
 Each command runs --rounds times, alternating, in one session; the medians are printed with
 their ratio to the target and to the bare start-up (``posenc-table --help``).
@@ -108,8 +110,9 @@ def main():
             "start-up (posenc-table --help)": ([table, "--help"], None, None),
             "1,000 cells, records alone": ([table, work / "records"], 3.0, None),
             "1,000 cells, records + multirun.yaml": ([table, work / "records_plan"], None, None),
-            "main job, 12 cells: significance + buckets + long split, first": ([table, work / "main"], 10.0, cold),
-            "main job, 12 cells: the same again (statistics cached)": ([table, work / "main"], 10.0, None),
+            "main job, 12 cells: verdicts + chrF++ + buckets + long split, nothing cached": (
+                [table, work / "main"], None, cold),
+            "main job, 12 cells: the same, statistics cached (the sweep's end)": ([table, work / "main"], 10.0, None),
             "main job, 12 cells, + --plots": ([table, work / "main", "--plots", work / "plots"], None, None),
             "main job, 12 cells, --test ar (10,000 trials)": ([table, work / "main", "--test", "ar"], None, None),
         }

@@ -17,6 +17,7 @@ from scipy import stats as scipy_stats
 
 from posenc.harness.scoring import detokenized_chrf
 from posenc.report import cli, power as power_mod
+from posenc.report.outputs import cache_statistics
 from posenc.report.rows import Settings
 from posenc.report.significance import (TESTED_SACREBLEU, Scorer, chrf_options, paired_test,
                                         sacrebleu_version_problem)
@@ -257,3 +258,23 @@ def test_power_columns_and_options(data, capsys):
         assert cli.main([str(sweep), *args]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, err
+
+
+def test_statistics_cached_when_a_cell_is_scored_are_the_tables(data):
+    """The harness caches each output's statistics as it scores it; the table then finds them
+    under the same key (nothing extracted again, nothing added) and gives the same row."""
+    root, splits, corpus = data
+    refs = splits["test"][1]
+    sweep = sweep_of(root, "scored", corpus, splits, {"both": {1: masked(refs, 0.2, 1)}})
+    cell = sweep / "placement=both,seed=1"
+    record = json.loads((cell / "result.json").read_text())
+    hyps = (cell / "hypotheses.txt").read_text().splitlines()
+    _, chrf_signature = detokenized_chrf(hyps, refs)
+    for metric, signature in (("bleu", record["bleu_signature"]), ("chrf", "")):
+        cache_statistics(cell, "hypotheses.txt", hyps, refs, corpus["cache_key"], "test", signature or chrf_signature,
+                         metric)
+    cached = sorted(p.name for p in (cell / ".report-cache").iterdir())
+    assert len(cached) == 2
+    row = table_rows(sweep)[0]
+    assert sorted(p.name for p in (cell / ".report-cache").iterdir()) == cached
+    assert row["chrf"] == pytest.approx(CHRF(word_order=2).corpus_score(hyps, [refs]).score)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import sacrebleu
 
-from posenc.report.significance import bleu_options, chrf_options, corpus_bleu
+from posenc.report.significance import Scorer, bleu_options, chrf_options, corpus_bleu
 
 SPLITS = ("test", "test_long")
 # Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
@@ -88,6 +88,16 @@ def cell_output(cell, split: str, testsets, scorer):
         return None, f"hypotheses give BLEU {score:.2f}, record says {recorded}"
     return Output(record.get("seed"), hypotheses, references, testset.sources[split], stats, array, options,
                   testset.key, testset.name, chrf_array, chrf_opts), ""
+
+
+def cache_statistics(cell_dir: Path, name: str, hypotheses, references, testset_key: str, split: str,
+                     signature: str, metric: str) -> None:
+    """Extract and cache an output's per-sentence statistics when it is scored (the harness does,
+    once per cell), so that the sweep's table finds them instead of extracting them again.
+    ``signature``: the one the record holds for the metric, from which the table rebuilds it."""
+    options = bleu_options(signature) if metric == "bleu" else chrf_options(signature)
+    _statistics(Path(cell_dir), name, Path(cell_dir) / name, hypotheses, references, (testset_key, split), options,
+                metric, Scorer())
 
 
 def _statistics(cell_dir, name, path, hypotheses, references, references_key, options, metric, scorer):
