@@ -50,7 +50,8 @@ def components_of(result, setting) -> power_mod.Components:
     """The variance components averaged over a setting's simulated sweeps (a pilot with many sweeps)."""
     n = setting.seeds
     test = SeedTest(0.0, 0.0, 0.0, 0.0, 0.0, n, float(np.sqrt(np.nanmean(result["sd_diff"] ** 2))),
-                    float(np.nanmean(result["var_test"])), float(np.nanmean(result["var_test_seed"])), setting.sentences)
+                    float(np.nanmean(result["var_test"])), float(np.nanmean(result["var_test_seed"])),
+                    setting.sentences)
     return power_mod.Components.of(test)
 
 
@@ -113,8 +114,8 @@ def main():
             continue
         result = simulate(pools[size], Setting(needed, size, alt_sd, effect, noise), checks, seed=9500 + j,
                           star_comparisons=0)
-        table.append(f"| {noise} | {size} | seeds_needed({effect:g} BLEU) = {needed} | {needed} seeds, Δ = {effect:g} | "
-                     f"{rejection_rate(result['p_shared']):.3f} | {checks} |")
+        table.append(f"| {noise} | {size} | seeds_needed({effect:g} BLEU) = {needed} | {needed} seeds, "
+                     f"Δ = {effect:g} | {rejection_rate(result['p_shared']):.3f} | {checks} |")
         print(table[-1], flush=True)
     lines += ["## Power planning against the simulation (target power 0.8)", ""] + table + [""]
     wall = time.perf_counter() - started

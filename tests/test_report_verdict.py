@@ -12,20 +12,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sacrebleu
+from report_fixtures import synthetic_test_sets, write_cell, write_testset
 from sacrebleu.metrics import BLEU, CHRF
 from scipy import stats as scipy_stats
 
 from posenc.harness.scoring import detokenized_chrf
-from posenc.report import cli, power as power_mod
+from posenc.report import cli
+from posenc.report import power as power_mod
 from posenc.report.outputs import cache_statistics
 from posenc.report.rows import Settings
-from posenc.report.significance import (TESTED_SACREBLEU, Scorer, chrf_options, paired_test,
-                                        sacrebleu_version_problem)
+from posenc.report.significance import TESTED_SACREBLEU, Scorer, chrf_options, paired_test, sacrebleu_version_problem
 from posenc.report.simulate import Pool, Setting, rejection_rate, resample_counts, simulate
 from posenc.report.table import table_rows
 from posenc.report.vector_scores import bleu, chrf
 from posenc.report.verdict import holm, seed_test
-from report_fixtures import synthetic_test_sets, write_cell, write_testset
 
 BIN = Path(sys.executable).parent
 
@@ -113,7 +113,8 @@ def test_every_seed_far_better_gives_better_with_the_hand_computed_delta(data):
     refs = splits["test"][1]
     base = {s: masked(refs, 0.4, s) for s in (1, 2, 3)}
     good = {s: masked(refs, 0.1, s + 20) for s in (1, 2, 3)}
-    rows = {r["placement"]: r for r in table_rows(sweep_of(root, "far", corpus, splits, {"both": base, "source": good}))}
+    sweep = sweep_of(root, "far", corpus, splits, {"both": base, "source": good})
+    rows = {r["placement"]: r for r in table_rows(sweep)}
     d = [BLEU().corpus_score(good[s], [refs]).score - BLEU().corpus_score(base[s], [refs]).score for s in (1, 2, 3)]
     source = rows["source"]
     assert source["verdict"] == "better" and source["verdict_chrf"] == "better"

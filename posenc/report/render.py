@@ -5,9 +5,9 @@ import csv
 import io
 
 from posenc.report.outputs import field
+from posenc.report.power import POWER
 from posenc.report.records import time_capped
 from posenc.report.references import SOURCES, WHERE
-from posenc.report.power import POWER
 from posenc.report.rows import as_dicts, order_key, verdict_column
 from posenc.report.significance import TESTS
 from posenc.report.verdict import ALPHA, BETTER, WORSE
@@ -173,11 +173,14 @@ def power_table(report):
 
 def power_notes(report) -> list:
     s = report.settings
+    scaled = (f" on {s.test_size} test sentences (the sentence parts scaled by the size ratio, their sd by its square "
+              "root)") if s.test_size else ""
     return [f"Power planning for the verdict's test at α = {ALPHA}, {POWER:.0%} power, from each row's own variance "
             "components of a per-seed difference (sd of BLEU): the seeds' own effect, the sentence noise that differs "
-            "from seed to seed, and the test-set sampling all seeds share (which more seeds never remove). mde BLEU: the smallest |Δ| the verdict finds with "
+            "from seed to seed, and the test-set sampling all seeds share (which more seeds never remove). "
+            "mde BLEU: the smallest |Δ| the verdict finds with "
             f"{POWER:.0%} power at the row's seeds and test set. Seeds for |Δ| = {s.effect:g}: the fewest seeds that "
-            f"find it with {POWER:.0%} power{f' on {s.test_size} test sentences (the test-set part scaled by the size ratio; its sd by the square root)' if s.test_size else ''}. "
+            f"find it with {POWER:.0%} power{scaled}. "
             "Both come from 2-3 seeds' spread here, which is itself uncertain: read them as orders of magnitude. "
             "Set with posenc-table --power [--effect D] [--test-size M]; checked against simulation in "
             "results/significance_calibration.md."]
@@ -224,8 +227,8 @@ def markdown(headers, body) -> str:
 
 LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                 "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "√": r"$\surd$", "·": r"$\cdot$",
-                 "²": r"$^2$", "α": r"$\alpha$"}
+                 "±": r"$\pm$", "Δ": r"$\Delta$", "†": r"$^\dagger$", "‡": r"$^\ddagger$", "√": r"$\surd$",
+                 "·": r"$\cdot$", "²": r"$^2$", "α": r"$\alpha$"}
 
 
 def latex_escape(text: str) -> str:

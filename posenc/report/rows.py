@@ -8,12 +8,12 @@ import numpy as np
 
 from posenc.kinds import KINDS, PLACEMENTS
 from posenc.report import buckets as bucket_mod
+from posenc.report import power as power_mod
 from posenc.report.outputs import SPLITS, cell_output, field
 from posenc.report.records import time_capped
 from posenc.report.references import paper_numbers
-from posenc.report import power as power_mod
-from posenc.report.significance import (DEFAULT_RESAMPLES, TESTS, Scorer, bootstrap_ci, corpus_bleu, corpus_score,
-                                        paired_test)
+from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, Scorer, bootstrap_ci, corpus_bleu, corpus_score
+from posenc.report.significance import paired_test
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.sweep import RECORD_KEYS
 from posenc.report.testsets import TestSets

@@ -50,7 +50,8 @@ def chrf_options(signature: str) -> dict:
     """The ``CHRF(...)`` arguments that reproduce a chrF signature such as
     ``nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:2.6.0``; an empty one gives chrF++."""
     fields = dict(part.split(":", 1) for part in signature.split("|") if ":" in part)
-    options = {"char_order": int(fields.get("nc", CHRF.CHAR_ORDER)), "word_order": int(fields.get("nw", CHRF_WORD_ORDER))}
+    options = {"char_order": int(fields.get("nc", CHRF.CHAR_ORDER)),
+               "word_order": int(fields.get("nw", CHRF_WORD_ORDER))}
     if fields.get("case") == "lc":
         options["lowercase"] = True
     if fields.get("space") == "yes":

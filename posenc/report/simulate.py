@@ -124,8 +124,9 @@ def simulate(pool: Pool, setting: Setting, comparisons: int, seed: int = 0, star
     n, size = setting.seeds, setting.sentences
     star_comparisons = comparisons if star_comparisons is None else star_comparisons
     star_counts = resample_counts(n * size, star_resamples, seed=seed + 2) if star_comparisons else None
-    out = {k: np.full(comparisons, np.nan) for k in ("delta", "p_shared", "p_sum", "p_max", "ci_low", "ci_high", "p_star",
-                                                      "seed_bleu_sd", "sd_diff", "var_test", "var_test_seed")}
+    keys = ("delta", "p_shared", "p_sum", "p_max", "ci_low", "ci_high", "p_star", "seed_bleu_sd", "sd_diff", "var_test",
+            "var_test_seed")
+    out = {k: np.full(comparisons, np.nan) for k in keys}
     for c in range(comparisons):
         # One test set per sweep: the pool's own sentences, or a resample of them to another size.
         sentences = (np.arange(size) if size == pool.stats.shape[2]
