@@ -12,6 +12,7 @@ from posenc.report.significance import Scorer, bleu_options, bootstrap_ci, corpu
 from posenc.report.stats import ci95, mean_sd, t975
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets
 
+
 @pytest.fixture(scope="module")
 def test_set():
     sources, refs = synthetic_test_sets(test=200, test_long=0)["test"]

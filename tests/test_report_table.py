@@ -62,8 +62,8 @@ def row(text, label):
 def test_scores_significance_and_status_are_all_visible(sweep):
     text = report_text([sweep])
     headers = row(text, "position embeddings")
-    both, source, target, none = (dict(zip(headers, row(text, label))) for label in
-                                  ("both (encoder and decoder)", "source (encoder) only", "target (decoder) only", "neither"))
+    labels = ("both (encoder and decoder)", "source (encoder) only", "target (decoder) only", "neither")
+    both, source, target, none = (dict(zip(headers, row(text, label))) for label in labels)
     assert both["verdict"] == "baseline" and both["Δ BLEU"] == "-"
     # identical outputs: nothing to find, by either test
     assert source["Δ BLEU"] == "+0.00" and float(source["p sentences only"]) >= 0.5
@@ -102,8 +102,8 @@ def test_p_value_of_several_seeds_is_the_cli_on_the_concatenated_outputs(sweep, 
     refs = splits["test"][1]
     rows = {r["placement"]: r for r in table_rows(sweep, Settings(resamples=300))}
     # source vs both pairs seeds 1 and 2; make it a real difference by testing target's seed-1 pairing too
-    base = [line for s in (1,) for line in (sweep / f"placement=both,seed={s}" / "hypotheses.txt").read_text().splitlines()]
-    system = [line for s in (1,) for line in (sweep / f"placement=target,seed={s}" / "hypotheses.txt").read_text().splitlines()]
+    base = (sweep / "placement=both,seed=1" / "hypotheses.txt").read_text().splitlines()
+    system = (sweep / "placement=target,seed=1" / "hypotheses.txt").read_text().splitlines()
     assert rows["target"]["paired_seeds"] == 1
     assert rows["target"]["p_value"] == pytest.approx(cli_p_value(tmp_path, refs, base, system, "--paired-bs", 300))
 
@@ -114,10 +114,12 @@ def test_two_seeds_are_tested_as_one_concatenated_output(data, tmp_path):
     for placement, rate in (("both", 0.2), ("none", 0.22)):
         for seed in (1, 2):
             write_cell(sweep, f"placement={placement},seed={seed}", corpus, splits,
-                       hyps_for({"test": splits["test"]}, rate, seed + (placement == "none")), placement=placement, seed=seed)
+                       hyps_for({"test": splits["test"]}, rate, seed + (placement == "none")), placement=placement,
+                       seed=seed)
     rows = {r["placement"]: r for r in table_rows(sweep, Settings(test="ar", resamples=500))}
     refs = splits["test"][1] * 2
-    lines = {p: [x for s in (1, 2) for x in (sweep / f"placement={p},seed={s}" / "hypotheses.txt").read_text().splitlines()]
+    lines = {p: [x for s in (1, 2)
+                 for x in (sweep / f"placement={p},seed={s}" / "hypotheses.txt").read_text().splitlines()]
              for p in ("both", "none")}
     expected = cli_p_value(tmp_path, refs, lines["both"], lines["none"], "--paired-ar", 500)
     assert rows["none"]["paired_seeds"] == 2 and rows["none"]["p_value"] == pytest.approx(expected)
@@ -153,7 +155,8 @@ def test_rows_that_cannot_be_tested_say_why(data, tmp_path):
     assert "n/a: hypotheses file missing (hypotheses.txt)" in row(text, "source (encoder) only")
     assert "n/a: other test set than the baseline" in row(text, "target (decoder) only")
     rows = {(r["pe"], r["placement"]): r for r in table_rows(sweep)}
-    assert rows[("learned", "none")]["p_note"] == "no finished seed" and rows[("learned", "none")]["not_ok"] == "seed 1 failed"
+    assert rows[("learned", "none")]["p_note"] == "no finished seed"
+    assert rows[("learned", "none")]["not_ok"] == "seed 1 failed"
     assert rows[("sinusoidal", "none")]["p_note"] == "no baseline row (placement=both)"
     assert "FAILED placement=none,seed=1: boom" in text
     assert "n/a: no finished seed" in text and "n/a: no baseline row (placement=both)" in text
@@ -173,7 +176,8 @@ def test_cells_cut_short_by_the_time_cap_are_flagged(data, tmp_path):
     headers = row(text, "position embeddings")
     assert dict(zip(headers, row(text, "both (encoder and decoder)")))["seeds ok"] == "2 (1 time-capped)"
     assert dict(zip(headers, row(text, "neither")))["seeds ok"] == "2"
-    assert "TIME-CAPPED placement=both,seed=2: training stopped at budget.max_time_min after 150 updates, in epoch 2" in text
+    assert ("TIME-CAPPED placement=both,seed=2: training stopped at budget.max_time_min after 150 updates, "
+            "in epoch 2") in text
     assert "placement=both,seed=1:" not in text and "TIME-CAPPED placement=none" not in text
     rows = {r["placement"]: r for r in table_rows(sweep)}
     assert rows["both"]["time_capped"] == "2" and rows["none"]["time_capped"] == ""
@@ -184,7 +188,8 @@ def test_a_record_without_its_corpus_is_untestable_not_an_error(data, tmp_path):
     sweep = tmp_path / "nocorpus"
     hyps = hyps_for(splits, 0.2, 1)
     write_cell(sweep, "placement=both,seed=1", corpus, splits, hyps)
-    write_cell(sweep, "placement=none,seed=1", {"name": "synthetic", "cache_key": "ef" * 32}, splits, hyps, placement="none")
+    write_cell(sweep, "placement=none,seed=1", {"name": "synthetic", "cache_key": "ef" * 32}, splits, hyps,
+               placement="none")
     rows = {r["placement"]: r for r in table_rows(sweep)}
     assert rows["none"]["p_note"].startswith("test set of corpus synthetic-efefefef not found")
     assert rows["none"]["bleu"] is not None and rows["none"]["delta_bleu"] == pytest.approx(0.0)
@@ -236,7 +241,7 @@ def test_latex_is_balanced_and_escaped(sweep):
     braces = re.sub(r"\\[{}]", "", text)
     assert braces.count("{") == braces.count("}")
     assert "fconv\\_small" in text and "±" not in text and "Δ" not in text and "†" not in text
-    assert not re.search(r"(?<!\\)_", "\n".join(l for l in text.splitlines() if not l.startswith("%")))
+    assert not re.search(r"(?<!\\)_", "\n".join(line for line in text.splitlines() if not line.startswith("%")))
 
 
 def test_several_sweeps_side_by_side(sweep, data, tmp_path):
@@ -253,8 +258,8 @@ def test_several_sweeps_side_by_side(sweep, data, tmp_path):
     assert len(first) == header.count("|") - 1 and first[3].startswith("n/a: one paired seed")
     assert first[7].startswith("n/a: one paired seed") and float(first[6]) < -10
     assert "### Sweep" in text and text.count("| model | pe | data |") == 4
-    rows = csv.DictReader(io.StringIO("".join(l + "\n" for l in report_text([sweep, other], fmt="csv").splitlines()
-                                              if not l.startswith("#"))))
+    text = report_text([sweep, other], fmt="csv")
+    rows = csv.DictReader(io.StringIO("".join(line + "\n" for line in text.splitlines() if not line.startswith("#"))))
     assert {r["sweep"] for r in rows} == {"table4", "table4_transformer"}
 
 
@@ -301,7 +306,8 @@ def test_cli_baseline_formats_plots_and_errors(sweep, tmp_path):
         out = posenc_table(*args)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
     out = posenc_table(sweep, "--format", "csv")
-    rows = list(csv.DictReader(io.StringIO("".join(l + "\n" for l in out.stdout.splitlines() if not l.startswith("#")))))
+    lines = [line + "\n" for line in out.stdout.splitlines() if not line.startswith("#")]
+    rows = list(csv.DictReader(io.StringIO("".join(lines))))
     assert len(rows) == 4 and float(rows[2]["p_value"]) < 0.05 and "# INTERRUPTED" in out.stdout
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sacrebleu
-from report_fixtures import synthetic_test_sets, write_cell, write_testset
 from sacrebleu.metrics import BLEU, CHRF
 from scipy import stats as scipy_stats
 
@@ -26,6 +25,7 @@ from posenc.report.simulate import Pool, Setting, rejection_rate, resample_count
 from posenc.report.table import table_rows
 from posenc.report.vector_scores import bleu, chrf
 from posenc.report.verdict import holm, seed_test
+from report_fixtures import synthetic_test_sets, write_cell, write_testset
 
 BIN = Path(sys.executable).parent
 

@@ -94,7 +94,8 @@ def bleu_figure(reports):
         xs = range(len(rows))
         means = [r.values["bleu"] if r.values["bleu"] is not None else math.nan for r in rows]
         low = [m - r.values["bleu_ci_low"] if r.values["bleu_ci_low"] is not None else 0 for m, r in zip(means, rows)]
-        high = [r.values["bleu_ci_high"] - m if r.values["bleu_ci_high"] is not None else 0 for m, r in zip(means, rows)]
+        high = [r.values["bleu_ci_high"] - m if r.values["bleu_ci_high"] is not None else 0
+                for m, r in zip(means, rows)]
         ax.errorbar(xs, means, yerr=[low, high], fmt="o", capsize=4, label="mean, 95% CI over seeds")
         _stars(ax, xs, means, rows)
         ax.set_xticks(list(xs), [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right",

@@ -238,7 +238,8 @@ def latex_escape(text: str) -> str:
 def latex(headers, body, left: int) -> str:
     """A booktabs tabular: the first ``left`` columns (names) left-aligned, the numbers right-aligned."""
     spec = "l" * left + "r" * (len(headers) - left)
-    lines = [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(map(latex_escape, headers)) + r" \\", r"\midrule"]
+    lines = [r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(map(latex_escape, headers)) + r" \\",
+             r"\midrule"]
     lines += [" & ".join(map(latex_escape, cells)) + r" \\" for cells in body]
     return "\n".join(lines + [r"\bottomrule", r"\end{tabular}"]) + "\n"
 

@@ -2,7 +2,8 @@
 over seeds, and its difference from a baseline row with a paired test on the system outputs."""
 
 import math
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 import numpy as np
 
@@ -12,8 +13,15 @@ from posenc.report import power as power_mod
 from posenc.report.outputs import SPLITS, cell_output, field
 from posenc.report.records import time_capped
 from posenc.report.references import paper_numbers
-from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, Scorer, bootstrap_ci, corpus_bleu, corpus_score
-from posenc.report.significance import paired_test
+from posenc.report.significance import (
+    DEFAULT_RESAMPLES,
+    TESTS,
+    Scorer,
+    bootstrap_ci,
+    corpus_bleu,
+    corpus_score,
+    paired_test,
+)
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.sweep import RECORD_KEYS
 from posenc.report.testsets import TestSets
@@ -227,13 +235,14 @@ def _significance(rows, split, base_key, base_value, settings):
         paired = tuple(s for s in common if s in row.outputs[split] and s in base.outputs[split])
         batches.setdefault((id(base), paired), (base, paired, []))[2].append(row)
     signature = ""
+    def joined(row, paired):
+        outs = [row.outputs[split][s] for s in paired]
+        return [h for o in outs for h in o.hypotheses], [st for o in outs for st in o.stats]
     for base, paired, members in batches.values():
-        def joined(row):
-            outs = [row.outputs[split][s] for s in paired]
-            return [h for o in outs for h in o.hypotheses], [st for o in outs for st in o.stats]
-        systems = {str(i): joined(row) for i, row in enumerate(members)}
+        systems = {str(i): joined(row, paired) for i, row in enumerate(members)}
         options = base.outputs[split][paired[0]].options
-        base_bleu, results, signature = paired_test(joined(base), systems, options, settings.test, settings.samples)
+        base_bleu, results, signature = paired_test(joined(base, paired), systems, options, settings.test,
+                                                    settings.samples)
         for i, row in enumerate(members):
             row.values[f"p_value{suffix}"] = results[str(i)].p_value
             # What the test is about: BLEU of the concatenated outputs, not the mean over seeds (Δ).
