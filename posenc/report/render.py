@@ -156,7 +156,7 @@ def power_table(report):
     s = report.settings
     size = f"{s.test_size} sentences" if s.test_size else "this test set"
     headers = identity_headers(report) + ["paired seeds", "test sentences", "sd: seeds", "sd: sentences per seed",
-                                          "sd: sentences shared", "mde BLEU", f"seeds for |Δ| = {s.effect:g} "
+                                          "sd: sentences shared", "mde BLEU", f"seeds for Δ = ±{s.effect:g} "
                                           f"at {size}"]
     body = []
     for row in report.rows:
@@ -220,7 +220,7 @@ def status_notes(report) -> list:
 
 # -- output formats -----------------------------------------------------------------------------
 def markdown(headers, body) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
     return "\n".join(lines) + "\n"
 
