@@ -58,7 +58,8 @@ def test_smoke_sweep_writes_every_cell_and_the_tables(smoke_sweep):
     assert {(r["placement"], r["encoder_pos"], r["decoder_pos"]) for r in rows} == {
         ("both", "learned", "learned"), ("source", "learned", "none"), ("target", "none", "learned"), ("none", "none", "none")}
     table = (sweep / "table.md").read_text()
-    assert "| fconv_small | learned | synthetic | both (encoder and decoder) | 6.64 | 21.7 |" in table
+    # The paper's own Δ beside the row it describes (Table 4: none - both = 21.2 - 21.7), not its absolute BLEU
+    assert "| fconv_small | learned | synthetic | neither | -0.5 |" in table and "n/a: one paired seed" in table
     assert "cell 4/4" in proc.stderr and "epoch 1" in proc.stderr  # progress lines
 
 
@@ -71,6 +72,7 @@ def test_every_cell_translated_every_test_sentence(smoke_sweep):
         assert record["stopped_by"] == "max_epoch"  # budget=smoke: one short epoch, under its 20 updates
         assert len((result.parent / record["hypotheses"]).read_text().splitlines()) == 37
         assert record["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+        assert 0 <= record["chrf"] <= 100 and "nw:2" in record["chrf_signature"]   # chrF++
         assert (result.parent / "commands.sh").read_text().count("fairseq-") >= 2
         assert json.loads((result.parent / "provenance.json").read_text())["packages"]["fairseq-fixed"] == "0.12.3.1"
 

@@ -12,7 +12,7 @@ HYPOTHESES_FILE = "hypotheses.txt"
 
 # The contract's columns, in table order (results.csv keeps this order, extras after).
 FIELDS = ("experiment", "model", "data", "pe", "placement", "encoder_pos", "decoder_pos", "seed", "status",
-          "error", "bleu", "bleu_signature", "tok_bleu", "chrf", "valid_ppl", "test_sentences", "num_updates",
+          "error", "bleu", "bleu_signature", "tok_bleu", "valid_ppl", "test_sentences", "num_updates",
           "train_wall_s", "hypotheses", "job_dir")
 
 
