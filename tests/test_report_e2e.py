@@ -51,12 +51,16 @@ def test_the_sweep_end_table_has_significance_buckets_long_split_and_figures(swe
     table = (sweep / "table.md").read_text()
     assert table in proc.stdout
     assert "| model.args.dropout |" in table  # the '+' key is a row key: its two values are never averaged
-    assert table.count("| baseline |") == 4  # one baseline per dropout, on the test and the long split
-    for column in ("Δ BLEU", "| p |", "95% CI", "BLEU 1-8", "BLEU 13+", "BLEU long split", "p long"):
+    # one baseline per dropout, in the verdict columns of BLEU and chrF++ on the test split and of the long split
+    assert table.count("| baseline |") == 6
+    for column in ("Δ BLEU", "| verdict |", "| p sentences only |", "95% CI", "BLEU 1-8", "BLEU 13+",
+                   "BLEU long split", "p long"):
         assert column in table
-    assert "n/a" not in table and "MISSING" not in table  # every row tested; every planned cell reported
+    # every row tested by sacreBLEU; the verdict over seeds needs two seeds (this sweep has one)
+    one_seed = "n/a: one paired seed (no spread over seeds to test against)"
+    assert one_seed in table and "n/a" not in table.replace(one_seed, "") and "MISSING" not in table
     assert "Performing paired bootstrap" not in proc.stdout + proc.stderr  # sacreBLEU's INFO lines hushed
-    for name in ("bleu.png", "bleu_by_length.png"):
+    for name in ("delta.png", "bleu.png", "bleu_by_length.png"):
         assert (sweep / name).read_bytes()[:4] == b"\x89PNG"
 
 
