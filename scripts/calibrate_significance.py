@@ -64,6 +64,8 @@ def main():
     parser.add_argument("--star-null", type=int, default=200, help="of those, with today's star (slow; default 200)")
     parser.add_argument("--star-alt", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="a small version (minutes): 100 / 50 comparisons")
+    parser.add_argument("--only", default="null,effects", help="parts to run: null, effects (with the power "
+                        "planning check, which needs them); default both")
     args = parser.parse_args()
     if args.quick:
         args.null, args.alt, args.star_null, args.star_alt = 100, 50, 50, 25
@@ -79,27 +81,36 @@ def main():
     header = ["noise", "seeds", "sentences", "measured seed sd", "true Δ", "mean Δ", "comparisons"] + \
              [label for _, label in TESTS]
     table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    parts = set(args.only.split(","))
     for i, (noise, n, size, sd) in enumerate(itertools.product(NOISE, seeds, sizes, null_sds)):
+        if "null" not in parts:
+            break
         setting = Setting(n, size, sd, 0.0, noise)
         result = simulate(pools[size], setting, args.null, seed=1000 + i, star_comparisons=args.star_null)
         null_results[(noise, n, size, sd)] = result
         table.append("| " + " | ".join(row_for(setting, result, args.null)) + " |")
         print(table[-1], flush=True)
-    lines += ["## False-positive rate under the null (α = 0.05)", ""] + table + [""]
+    if "null" in parts:
+        lines += ["## False-positive rate under the null (α = 0.05)", ""] + table + [""]
     table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     alt_results = {}
     for i, (noise, n, size, effect) in enumerate(itertools.product(NOISE, seeds, sizes, effects)):
+        if "effects" not in parts:
+            break
         setting = Setting(n, size, alt_sd, effect, noise)
         result = simulate(pools[size], setting, args.alt, seed=5000 + i, star_comparisons=args.star_alt)
         alt_results[(noise, n, size, effect)] = result
         table.append("| " + " | ".join(row_for(setting, result, args.alt)) + " |")
         print(table[-1], flush=True)
-    lines += [f"## Power (rejection rate) under true effects, seed sd {alt_sd:g} BLEU", ""] + table + [""]
+    if "effects" in parts:
+        lines += [f"## Power (rejection rate) under true effects, seed sd {alt_sd:g} BLEU", ""] + table + [""]
     # Power planning against the simulation: components from a 10-seed pilot at seed sd 1 (the
     # null runs at this sd are not there; the effect-0.5 runs are: Δ does not change the variances).
     table = ["| noise | sentences | predicted | at | simulated power | comparisons |", "|---|---|---|---|---|---|"]
     checks = 300 if not args.quick else 60
     for j, (noise, size) in enumerate(itertools.product(NOISE, sizes)):
+        if "effects" not in parts:
+            break
         pilot = alt_results[(noise, 10, size, 0.5)]
         comps = components_of(pilot, Setting(10, size, alt_sd, 0.5, noise))
         mde3 = power_mod.mde(3, comps)
@@ -117,7 +128,8 @@ def main():
         table.append(f"| {noise} | {size} | seeds_needed({effect:g} BLEU) = {needed} | {needed} seeds, "
                      f"Δ = {effect:g} | {rejection_rate(result['p_shared']):.3f} | {checks} |")
         print(table[-1], flush=True)
-    lines += ["## Power planning against the simulation (target power 0.8)", ""] + table + [""]
+    if "effects" in parts:
+        lines += ["## Power planning against the simulation (target power 0.8)", ""] + table + [""]
     wall = time.perf_counter() - started
     head = ["- Command: `OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/calibrate_significance.py "
             + " ".join(sys.argv[1:]) + "`",
