@@ -74,7 +74,7 @@ def delta_figure(reports):
         paper = [(x, r.values["paper_delta"], r.values["paper_source"]) for x, r in zip(xs, rows)
                  if r.values.get("paper_delta") is not None]
         if paper:
-            ax.scatter([p[0] for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
+            ax.scatter([p[0] + 0.15 for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
                        label=f"paper's Δ ({paper[0][2]}, its own test set)")
         ax.axhline(0, color="grey", linewidth=0.8)
         ax.set_xticks(xs, [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right", fontsize=8)
