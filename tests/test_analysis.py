@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from posenc.analysis.probes import absolute_position_probe, position_folds, relative_order_probe
 from posenc.analysis.properties import (
     attention_logit_properties,
     attention_logits,
@@ -14,7 +15,6 @@ from posenc.analysis.properties import (
     monotone_range,
     pairwise_symmetry,
 )
-from posenc.analysis.probes import absolute_position_probe, position_folds, relative_order_probe
 from posenc.analysis.relative import (
     apply_shift,
     factorisation_check,

@@ -204,7 +204,8 @@ def test_sweep_lists_bias_cells_beside_their_bleu_and_notes_rope(tmp_path, capsy
     assert float(t5["bleu"]) == 71.0 and t5["enc_kind"] == "t5" and int(t5["enc_bias_heads"]) == 4
     weight = t5_model.encoder.relative_attention_bias.weight.detach()
     assert float(t5["enc_bias_at_0_mean"]) == pytest.approx(float(weight[0].double().mean()))
-    assert int(t5["enc_bias_local_heads"]) == 1 and t5["enc_bias_summary"].startswith("t5, 4 heads: 1 local, 3 anti-local")
+    assert (int(t5["enc_bias_local_heads"]) == 1
+            and t5["enc_bias_summary"].startswith("t5, 4 heads: 1 local, 3 anti-local"))
     alibi = rows["pe=alibi"]
     assert int(alibi["dec_bias_local_heads"]) == 4 and "alibi (fixed)" in alibi["dec_bias_summary"]
     assert float(alibi["dec_bias_at_far_back_mean"]) == pytest.approx(

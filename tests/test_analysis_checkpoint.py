@@ -12,8 +12,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from posenc.analysis.checkpoint import CheckpointError, extract_tables, load_checkpoint, token_embedding
 from pe_cli_helpers import run_cli
+from posenc.analysis.checkpoint import CheckpointError, extract_tables, load_checkpoint, token_embedding
 from posenc.encodings import fconv_learned_positions, make_positions, sinusoid_table, transformer_learned_positions
 
 PAD, D, MAXPOS, VOCAB = 1, 16, 24, 12

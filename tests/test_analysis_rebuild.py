@@ -52,7 +52,8 @@ def test_fconv_sinusoid_rebuilt_exactly_as_the_model_adds_it(tmp_path, flags):
 def test_checkpoint_report_gives_the_norm_the_model_really_adds(tmp_path, capsys):
     model, args = build("posenc_fconv_small", "--encoder-pos", "sinusoidal", "--decoder-pos", "learned")
     save_like_fairseq(tmp_path / "ckpt.pt", model, args)
-    rc, _, err = run_cli(["checkpoint", str(tmp_path / "ckpt.pt"), "--out", str(tmp_path / "out"), "--no-probes"], capsys)
+    rc, _, err = run_cli(["checkpoint", str(tmp_path / "ckpt.pt"), "--out", str(tmp_path / "out"), "--no-probes"],
+                         capsys)
     assert rc == 0, err
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     enc = report["tables"]["encoder"]
@@ -130,7 +131,8 @@ def test_trained_positions_from_the_optimizer_state(tmp_path):
     assert trained_positions(ckpt, "decoder.embed_positions.weight", PAD)[0] == 11
     tables = extract_tables(ckpt)
     assert tables["encoder"].trained_positions == 11 and tables["encoder"].table.size(0) == 11
-    assert torch.equal(tables["encoder"].table, model.encoder.embed_positions.weight.detach().double()[PAD + 1 : PAD + 12])
+    assert torch.equal(tables["encoder"].table,
+                       model.encoder.embed_positions.weight.detach().double()[PAD + 1 : PAD + 12])
     # an explicit --max-len wins
     assert extract_tables(ckpt, max_len=30)["encoder"].table.size(0) == 30
 
@@ -138,7 +140,8 @@ def test_trained_positions_from_the_optimizer_state(tmp_path):
 def test_without_a_usable_optimizer_state_every_row_is_analysed(tmp_path):
     model, args, opt = train_fconv_steps(max_len=6, steps=1)
     plain = save_like_fairseq(tmp_path / "plain.pt", model, args)
-    assert trained_positions(plain, "encoder.embed_positions.weight", PAD) == (None, "the checkpoint keeps no optimizer state")
+    assert trained_positions(plain, "encoder.embed_positions.weight", PAD) == (
+        None, "the checkpoint keeps no optimizer state")
     assert extract_tables(plain)["encoder"].table.size(0) == args.max_source_positions - PAD - 1
     state = opt.state_dict()  # a flattened state (as under --fp16): cannot be lined up
     flat = {"state": {0: {"exp_avg_sq": torch.ones(sum(p.numel() for p in model.parameters()))}},

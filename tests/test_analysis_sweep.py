@@ -137,7 +137,8 @@ def test_sweep_lists_every_cell_beside_its_bleu(sweep_dir, tmp_path, capsys):
     assert float(ok["enc_norm_mean"]) == pytest.approx(table.norm(dim=1).mean().item(), rel=1e-12)
     assert 0 <= float(ok["enc_dot_translation_invariance"]) <= 1 and ok["enc_abs_position_mae"] != ""
     assert rows["placement=none,seed=1"]["enc_kind"] == "none" and rows["placement=none,seed=1"]["measured"] == "True"
-    assert rows["placement=both,seed=2"]["status"] == "failed" and "fairseq-train exited 1" in rows["placement=both,seed=2"]["note"]
+    assert (rows["placement=both,seed=2"]["status"] == "failed"
+            and "fairseq-train exited 1" in rows["placement=both,seed=2"]["note"])
     assert "no checkpoints/checkpoint_best.pt" in rows["placement=none,seed=2"]["note"]
     assert rows["placement=both,seed=3"]["status"] == "unreadable"
     assert rows["placement=none,seed=3"]["status"] == "missing"
@@ -200,15 +201,19 @@ def test_bases_table_against_closed_form(tmp_path, capsys):
         assert int(r["relative_error_worst_k"]) == rel["worst_k"]
         assert r["absolute_position_mae"] != "" and r["relative_order_error"] != ""
     assert rows[0]["pairs_longer_than_table"] == "0" and int(rows[1]["pairs_longer_than_table"]) > 0
-    assert (tmp_path / "bases.png").read_bytes()[:8] == PNG and "![bases](bases.png)" in (tmp_path / "bases.md").read_text()
+    assert ((tmp_path / "bases.png").read_bytes()[:8] == PNG
+            and "![bases](bases.png)" in (tmp_path / "bases.md").read_text())
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["bases", "--dim", "8", "--max-len", "10", "--bases", "10,1"], "--bases must be a finite number greater than 1, got 1"),
+    (["bases", "--dim", "8", "--max-len", "10", "--bases", "10,1"],
+     "--bases must be a finite number greater than 1, got 1"),
     (["bases", "--dim", "8", "--max-len", "10", "--bases", "10,x"], "--bases: 'x' is not a number"),
     (["bases", "--dim", "8", "--max-len", "10", "--bases", "10,10"], "--bases lists 10 twice"),
-    (["sinusoidal", "--dim", "8", "--max-len", "10", "--base", "0.5"], "--base must be a finite number greater than 1, got 0.5"),
-    (["sinusoidal", "--dim", "8", "--max-len", "10", "--base", "inf"], "--base must be a finite number greater than 1, got inf"),
+    (["sinusoidal", "--dim", "8", "--max-len", "10", "--base", "0.5"],
+     "--base must be a finite number greater than 1, got 0.5"),
+    (["sinusoidal", "--dim", "8", "--max-len", "10", "--base", "inf"],
+     "--base must be a finite number greater than 1, got inf"),
 ])
 def test_bad_bases_give_one_line(argv, message, tmp_path, capsys):
     rc, _, err = run_cli([*argv, "--out", str(tmp_path / "o")], capsys)

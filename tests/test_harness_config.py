@@ -37,7 +37,8 @@ def compose_cfg(*overrides):
 def test_contract_options_exist():
     assert {"fconv_small", "fconv_iwslt_de_en", "fconv_wmt_en_de", "fconv_table4", "transformer_small",
             "transformer_iwslt_de_en", "transformer_base"} <= set(options("model"))
-    assert {"synthetic", "multi30k_de_en", "iwslt14_de_en", "wmt14_en_de", "wmt16_en_ro", "custom"} <= set(options("data"))
+    assert {"synthetic", "multi30k_de_en", "iwslt14_de_en", "wmt14_en_de", "wmt16_en_ro",
+            "custom"} <= set(options("data"))
     assert {"smoke", "cpu", "paper"} <= set(options("budget"))
     assert {"table4", "table4_transformer", "pe_grid"} <= set(options("experiment"))
     assert {"none", "wandb"} <= set(options("logger"))
@@ -45,7 +46,8 @@ def test_contract_options_exist():
 
 def test_defaults():
     cfg = compose_cfg()
-    assert (cfg.model.name, cfg.data.name, cfg.budget.name, cfg.logger.name) == ("fconv_small", "synthetic", "cpu", "none")
+    assert (cfg.model.name, cfg.data.name, cfg.budget.name, cfg.logger.name) == \
+        ("fconv_small", "synthetic", "cpu", "none")
     assert (cfg.placement, cfg.pe, cfg.seed) == ("both", "learned", 1)
     raw = OmegaConf.load(CONF / "config.yaml")
     assert OmegaConf.to_container(raw)["hydra"]["sweep"]["subdir"] == "${hydra.job.override_dirname}"
@@ -79,7 +81,8 @@ def test_every_budget_has_the_caps_and_both_families(budget):
 
 def test_paper_budget_is_the_convs2s_schedule():
     optim = compose_cfg("budget=paper").budget.optim.fconv
-    assert (optim.optimizer, optim.lr, optim.momentum, optim.clip_norm, optim.lr_shrink, optim.stop_min_lr, optim.dropout) == \
+    assert (optim.optimizer, optim.lr, optim.momentum, optim.clip_norm, optim.lr_shrink, optim.stop_min_lr,
+            optim.dropout) == \
         ("nag", 0.25, 0.99, 0.1, 0.1, 0.0001, 0.2)
 
 

@@ -25,7 +25,8 @@ def posenc_run(*args, cwd, cache):
     env = {"POSENC_CACHE": str(cache), "PATH": str(BIN) + ":/usr/bin:/bin"}
     if os.environ.get("PYTHONPATH"):  # a worktree's code, when the tests run against one
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,8 @@ def test_smoke_sweep_writes_every_cell_and_the_tables(smoke_sweep):
     assert list(rows[0])[: len(CONTRACT_FIELDS)] == CONTRACT_FIELDS
     assert {r["placement"] for r in rows} == {"both", "source", "target", "none"}
     assert {(r["placement"], r["encoder_pos"], r["decoder_pos"]) for r in rows} == {
-        ("both", "learned", "learned"), ("source", "learned", "none"), ("target", "none", "learned"), ("none", "none", "none")}
+        ("both", "learned", "learned"), ("source", "learned", "none"), ("target", "none", "learned"),
+        ("none", "none", "none")}
     table = (sweep / "table.md").read_text()
     # The paper's own Δ beside the row it describes (Table 4: none - both = 21.2 - 21.7), not its absolute BLEU
     assert "| fconv_small | learned | synthetic | neither | -0.5 |" in table and "n/a: one paired seed" in table
@@ -107,7 +109,8 @@ def test_posenc_table_lists_missing_and_failed_cells(smoke_sweep, tmp_path):
     assert "MISSING budget=smoke" in out.stdout and "placement=target" in out.stdout
     assert "FAILED" in out.stdout and "boom" in out.stdout
     for fmt, marker in (("csv", "placement,"), ("latex", r"\begin{tabular}")):
-        out = subprocess.run([str(BIN / "posenc-table"), str(copy), "--format", fmt], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([str(BIN / "posenc-table"), str(copy), "--format", fmt], capture_output=True, text=True,
+                             timeout=60)
         assert marker in out.stdout
 
 
@@ -127,7 +130,8 @@ def test_a_cell_cut_short_by_the_time_cap_says_so(workspace):
 
 
 def test_posenc_table_on_a_missing_directory_is_one_line(tmp_path):
-    out = subprocess.run([str(BIN / "posenc-table"), str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([str(BIN / "posenc-table"), str(tmp_path / "nope")], capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no such sweep directory" in out.stderr
 
 

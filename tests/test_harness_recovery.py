@@ -134,7 +134,8 @@ def test_a_training_that_ended_unnoticed_is_scored_not_resumed(tmp_path):
            rec("valid", 20, epoch=1, valid_loss="4.0", valid_ppl="16"), rec("train", 20, epoch=1)]
     (tmp_path / "train.log").write_text("\n".join(log) + "\n")
     assert resume.plan(tmp_path, cfg).action == "resume"
-    (tmp_path / "train.log").write_text("\n".join(log + ["INFO | fairseq_cli.train | done training in 9.0 seconds"]) + "\n")
+    (tmp_path / "train.log").write_text("\n".join(log + ["INFO | fairseq_cli.train | done training in 9.0 seconds"])
+                                        + "\n")
     plan = resume.plan(tmp_path, cfg)
     assert plan.action == "score" and plan.training["num_updates"] == 20 and plan.training["valid_ppl"] == 16.0
     assert resume.read_state(tmp_path)["finished"]
@@ -211,7 +212,8 @@ def test_what_stopped_a_training_is_read_from_its_last_run():
     # Both caps on the same update: the planned updates were reached, the time cap cut nothing short.
     assert stopped_by([UPDATE_CAP, TIME_CAP]) == "max_update"
     # A later run (resumed) starts its own account.
-    resumed = [TIME_CAP, "INFO | fairseq.trainer | Preparing to load checkpoint /c/checkpoint_last.pt", rec("train", 218, epoch=2)]
+    resumed = [TIME_CAP, "INFO | fairseq.trainer | Preparing to load checkpoint /c/checkpoint_last.pt",
+               rec("train", 218, epoch=2)]
     assert stopped_by(resumed) == "max_epoch"
 
 
@@ -239,7 +241,8 @@ def test_divergence_reasons():
 
 
 def test_out_of_memory_and_kills_are_named():
-    oom = ["Traceback (most recent call last):", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+    oom = ["Traceback (most recent call last):",
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
     assert exit_reason("fairseq-train", 1, oom).startswith("out of memory: torch.OutOfMemoryError: CUDA out of memory")
     assert exit_reason("fairseq-train", -9, ["epoch 1"]) == \
         "fairseq-train was killed by SIGKILL (out of memory? the kernel's OOM killer sends SIGKILL)"
@@ -281,7 +284,8 @@ def write_sweep(root: Path, cells: dict):
 def test_summary_line_names_failed_interrupted_and_missing_cells(tmp_path):
     write_sweep(tmp_path, {
         "lr=0.002,placement=both,seed=1": {"status": "ok"},
-        "lr=10.0,placement=both,seed=1": {"status": "failed", "error": "fairseq-train stopped: loss is inf at update 3 (log: /x/train.log)"},
+        "lr=10.0,placement=both,seed=1": {
+            "status": "failed", "error": "fairseq-train stopped: loss is inf at update 3 (log: /x/train.log)"},
         "lr=0.002,placement=none,seed=1": {"status": "ok"},
         "lr=10.0,placement=none,seed=1": {"status": "failed", "error": "training diverged: x"},
     })
@@ -297,13 +301,15 @@ def test_summary_line_names_failed_interrupted_and_missing_cells(tmp_path):
 
 
 def test_all_ok_is_status_zero(tmp_path):
-    write_sweep(tmp_path, {f"lr={lr},placement={p},seed=1": {"status": "ok"} for lr in ("0.002", "10.0") for p in ("both", "none")})
+    write_sweep(tmp_path, {f"lr={lr},placement={p},seed=1": {"status": "ok"}
+                           for lr in ("0.002", "10.0") for p in ("both", "none")})
     assert summarize(tmp_path) == ("4 cells: 4 ok", 0)
 
 
 def test_summary_line_names_cells_stopped_at_the_time_cap(tmp_path):
     """Finished, so the sweep succeeds; but the line says which cells did not train in full."""
-    write_sweep(tmp_path, {f"lr={lr},placement={p},seed=1": {"status": "ok", "stopped_by": "time_cap" if lr == "10.0" and p == "none" else "max_epoch"}
+    write_sweep(tmp_path, {f"lr={lr},placement={p},seed=1":
+                           {"status": "ok", "stopped_by": "time_cap" if lr == "10.0" and p == "none" else "max_epoch"}
                            for lr in ("0.002", "10.0") for p in ("both", "none")})
     assert summarize(tmp_path) == ("4 cells: 4 ok (1 stopped at the time cap: lr=10.0,placement=none)", 0)
 
@@ -322,11 +328,14 @@ with cell_lock(Path(sys.argv[1]), lambda m: print(m, flush=True)):
 
 def test_a_second_run_waits_for_the_cell_and_a_killed_one_lets_go(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    first = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path), "30"], env=env, stdout=subprocess.PIPE, text=True)
+    first = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path), "30"], env=env, stdout=subprocess.PIPE,
+                             text=True)
     assert first.stdout.readline().strip() == "got it"
-    second = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path), "0"], env=env, stdout=subprocess.PIPE, text=True)
+    second = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(tmp_path), "0"], env=env, stdout=subprocess.PIPE,
+                              text=True)
     line = second.stdout.readline()
-    assert line.startswith(f"another posenc-run (pid {first.pid} on ") and line.rstrip().endswith("waiting for it to finish")
+    assert line.startswith(f"another posenc-run (pid {first.pid} on ") and \
+        line.rstrip().endswith("waiting for it to finish")
     time.sleep(1)
     assert second.poll() is None  # still waiting
     first.kill()  # SIGKILL: the operating system drops its lock
@@ -363,7 +372,8 @@ time.sleep(60)
 def test_sigterm_waits_for_a_begun_checkpoint_save_then_stops_the_step(tmp_path):
     log = tmp_path / "child.log"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", STEP, str(log), SLOW_SAVE], env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", STEP, str(log), SLOW_SAVE], env=env, stdout=subprocess.PIPE,
+                            text=True)
     deadline = time.monotonic() + 60
     while "Preparing to save" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -60,7 +60,8 @@ def test_cells_side_by_side_get_their_share_only_when_the_config_names_no_thread
 @pytest.mark.parametrize("override,message", [
     ("runtime.threads=0", "runtime.threads=0 is not allowed; allowed: null or a whole number >= 1"),
     ("runtime.threads=2.5", "runtime.threads=2.5 is not allowed; allowed: null or a whole number >= 1"),
-    ("runtime.omp_wait_policy=SLEEPY", "runtime.omp_wait_policy='SLEEPY' is not allowed; allowed: null, PASSIVE, ACTIVE"),
+    ("runtime.omp_wait_policy=SLEEPY",
+     "runtime.omp_wait_policy='SLEEPY' is not allowed; allowed: null, PASSIVE, ACTIVE"),
 ])
 def test_bad_runtime_values_are_refused(override, message):
     with pytest.raises(ConfigError) as err:
@@ -110,7 +111,8 @@ def test_commands_sh_quotes_every_word(tmp_path):
     job_dir.mkdir()
     script = job_dir / "commands.sh"
     script.write_text(commands_script(job_dir, {"SOME_VAR": "x y"},
-                                      [sys.executable, "-c", "import json, sys; json.dump(sys.argv[2:], open(sys.argv[1], 'w'))",
+                                      [sys.executable, "-c",
+                                       "import json, sys; json.dump(sys.argv[2:], open(sys.argv[1], 'w'))",
                                        str(out), *odd], {}))
     proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -99,7 +99,8 @@ def killed_sweep(root):
     args = ["-m", *LONGER, "generation.beam=4,5", f"hydra.sweep.dir={sweep}"]
     proc = start(*args, cwd=root, cache=root / "cache", name="killed")
     first, second = (lambda: next(sweep.glob("*generation.beam=4*"))), (lambda: next(sweep.glob("*generation.beam=5*")))
-    wait_for(lambda: (sweep / "multirun.yaml").exists() and any(sweep.glob("*generation.beam=5*/checkpoints/checkpoint_last.pt")),
+    wait_for(lambda: (sweep / "multirun.yaml").exists()
+             and any(sweep.glob("*generation.beam=5*/checkpoints/checkpoint_last.pt")),
              what="the second cell's first checkpoint")
     assert (first() / "result.json").exists() and not (second() / "result.json").exists()
     os.killpg(proc.pid, signal.SIGKILL)
@@ -187,7 +188,8 @@ def test_sigterm_to_posenc_run_alone_stops_the_cells_in_its_joblib_workers(root)
     args = ["-m", *LONGER, "budget.max_update=60", "placement=both,none", "hydra/launcher=joblib",
             "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"]
     proc = start(*args, cwd=root, cache=root / "cache", name="joblib-term")
-    wait_for(lambda: len(list(sweep.glob("*/checkpoints/checkpoint_last.pt"))) == 2, what="both cells' first checkpoint")
+    wait_for(lambda: len(list(sweep.glob("*/checkpoints/checkpoint_last.pt"))) == 2,
+             what="both cells' first checkpoint")
     workers = children_of(proc.pid)
     proc.send_signal(signal.SIGTERM)  # to posenc-run alone, not its process group
     assert proc.wait(timeout=120) == 128 + signal.SIGTERM
@@ -215,7 +217,8 @@ def test_a_diverging_cell_fails_alone_and_the_sweep_says_so(root):
         or " is inf at update " in failed["error"], failed["error"]
     assert record(sane)["status"] == "ok"
     reason = failed["error"].split(" (log: ")[0]
-    assert proc.stdout.strip().splitlines()[-1] == f"2 cells: 1 ok, 1 failed: budget.optim.fconv.lr=1000000000.0 ({reason})"
+    assert proc.stdout.strip().splitlines()[-1] == \
+        f"2 cells: 1 ok, 1 failed: budget.optim.fconv.lr=1000000000.0 ({reason})"
     assert "FAILED" in (sweep / "table.md").read_text() and (sweep / "results.csv").read_text().count("\n") == 3
 
 
@@ -242,7 +245,8 @@ def test_a_training_time_cap_above_the_step_limit_is_honoured(root):
            "its hard limit is 5.3 min" in first.stderr
     state = json.loads((cell / "state.json").read_text())
     # Trained for its 18 s of training time, well past the 6 s step limit, and ended normally.
-    assert state["finished"] and state["training"]["train_wall_s"] > 18 and "done training" in (cell / "train.log").read_text()
+    assert state["finished"] and state["training"]["train_wall_s"] > 18 and \
+        "done training" in (cell / "train.log").read_text()
     if first.returncode != 0:  # fairseq-generate may well exceed 6 s: the checkpoint stays, scored next time
         assert "fairseq-generate exceeded its time limit of 0.1 min" in record(cell)["error"]
     rerun = posenc_run(*caps, "budget.step_timeout_min=5", f"hydra.run.dir={cell}", cwd=root, cache=root / "cache")

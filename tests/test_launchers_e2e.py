@@ -108,7 +108,8 @@ def test_cells_side_by_side_share_the_cores(sweep):
         expected = str(thread_share(concurrent))
     for script in sweep_dir.glob("*/commands.sh"):
         lines = script.read_text().splitlines()
-        assert "export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1" in lines and f"export OMP_NUM_THREADS={expected}" in lines, lines
+        assert "export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1" in lines and \
+            f"export OMP_NUM_THREADS={expected}" in lines, lines
 
 
 def test_no_credential_reaches_any_file(sweep):
@@ -138,7 +139,8 @@ def test_a_rerun_keeps_every_cell_and_its_run(sweep, workspace):
 def test_a_bf16_cell_trains_and_scores_through_the_bf16_entry(workspace):
     """bf16 on the CPU: slow, but the same entry and flags as on a GPU, end to end."""
     root, cache = workspace
-    proc = posenc_run("budget=smoke", "precision=bf16", *SMALL_DATA, f"hydra.run.dir={root / 'bf16'}", cwd=root, cache=cache)
+    proc = posenc_run("budget=smoke", "precision=bf16", *SMALL_DATA, f"hydra.run.dir={root / 'bf16'}", cwd=root,
+                      cache=cache)
     assert proc.returncode == 0, proc.stderr[-4000:]
     record = json.loads((root / "bf16" / "result.json").read_text())
     assert record["status"] == "ok" and record["test_sentences"] == 37 and record["valid_ppl"] > 1

@@ -25,7 +25,8 @@ def test_command_line_sweep(tmp_path):
 
 def test_preset(tmp_path):
     write_plan(tmp_path, TABLE4, ["experiment=table4"])
-    assert names(tmp_path) == [f"placement={p},seed={s}" for p in ("both", "source", "target", "none") for s in (1, 2, 3)]
+    assert names(tmp_path) == [f"placement={p},seed={s}"
+                               for p in ("both", "source", "target", "none") for s in (1, 2, 3)]
 
 
 def test_preset_with_more_seeds_on_the_command_line(tmp_path):
@@ -56,7 +57,8 @@ def test_grid_skips_what_a_model_cannot_do(tmp_path):
     assert skipped == {
         "model=fconv_small,pe=rope,placement=both,seed=1": "fconv cannot do pe=rope",
         "model=fconv_small,pe=rope,placement=none,seed=1": "fconv cannot do pe=rope",
-        "model=transformer_small,pe=rope,placement=none,seed=1": "placement=none has no kind; it runs once, as pe=learned",
+        "model=transformer_small,pe=rope,placement=none,seed=1":
+            "placement=none has no kind; it runs once, as pe=learned",
     }
 
 

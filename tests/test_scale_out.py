@@ -43,8 +43,8 @@ def after(argv, flag):
 
 
 def test_the_hydra_parent_imports_neither_torch_nor_fairseq_with_these_features():
-    code = ("import sys, posenc.harness.app, posenc.harness.wandb_run, posenc.harness.parallel, posenc.harness.precision, "
-            "wandb, hydra_plugins.hydra_joblib_launcher.joblib_launcher, "
+    code = ("import sys, posenc.harness.app, posenc.harness.wandb_run, posenc.harness.parallel, "
+            "posenc.harness.precision, wandb, hydra_plugins.hydra_joblib_launcher.joblib_launcher, "
             "hydra_plugins.hydra_submitit_launcher.submitit_launcher; "
             "from posenc.harness.parallel import machine_cores; machine_cores(); "
             "print(sorted(m for m in ('torch', 'fairseq') if m in sys.modules))")
@@ -79,7 +79,8 @@ def test_bf16_trains_through_the_entry_that_keeps_it_off_the_tpu():
 
 @pytest.mark.parametrize("gpus", [2, 4, 8])
 def test_several_gpus_per_cell_are_fairseqs_world_size(gpus):
-    train, generate = commands(f"gpus={gpus}", "precision=fp16", "model=fconv_table4", "data=wmt14_en_de", "budget=paper")
+    train, generate = commands(f"gpus={gpus}", "precision=fp16", "model=fconv_table4", "data=wmt14_en_de",
+                               "budget=paper")
     assert after(train, "--distributed-world-size") == str(gpus)
     assert "--fp16" in train and after(train, "--max-tokens") == "4000" and after(train, "--optimizer") == "nag"
     assert "--distributed-world-size" not in generate  # one device generates
@@ -145,8 +146,8 @@ def test_a_cell_needing_cuda_is_refused_where_torch_sees_none():
 
 def test_posenc_run_refuses_fp16_without_a_gpu_in_one_line(tmp_path):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", POSENC_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([str(BIN / "posenc-run"), "precision=fp16", f"hydra.run.dir={tmp_path / 'run'}"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([str(BIN / "posenc-run"), "precision=fp16", f"hydra.run.dir={tmp_path / 'run'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "posenc-run: error: precision=fp16 gpus=1 needs 1 CUDA device(s); this machine shows 0")
@@ -221,7 +222,8 @@ def sbatch_script(tmp_path, *overrides):
     it, and ``srun`` present (submitit checks for it). Returns the ``#SBATCH`` options."""
     fake = tmp_path / "bin"
     fake.mkdir(exist_ok=True)
-    (fake / "sbatch").write_text('#!/bin/sh\ncp "$1" "$SBATCH_CAPTURE"\necho "sbatch: test, not submitted" >&2\nexit 1\n')
+    (fake / "sbatch").write_text('#!/bin/sh\ncp "$1" "$SBATCH_CAPTURE"\n'
+                                 'echo "sbatch: test, not submitted" >&2\nexit 1\n')
     (fake / "srun").write_text("#!/bin/sh\nexit 0\n")
     for tool in ("sbatch", "srun"):
         (fake / tool).chmod(0o755)
@@ -244,7 +246,8 @@ def test_the_projects_slurm_preset_becomes_these_sbatch_options(tmp_path):
     assert options["gpus-per-node"] == "2"  # from gpus=2, the cell's own GPUs
     assert options["time"] == "600"
     assert options["array"] == "0-11%4"  # the 12 Table 4 cells, at most 4 at a time
-    assert (options["cpus-per-task"], options["mem"], options["nodes"], options["ntasks-per-node"]) == ("8", "32GB", "1", "1")
+    assert (options["cpus-per-task"], options["mem"], options["nodes"], options["ntasks-per-node"]) == \
+        ("8", "32GB", "1", "1")
     assert options["job-name"] == "posenc-table4"
     assert f"{sys.executable} -u -m submitit.core._submit" in text  # this venv's python runs the cells
 

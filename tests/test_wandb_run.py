@@ -53,7 +53,8 @@ pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 def compose_cfg(*overrides, hydra=False):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         # paths.cache_dir names Hydra's runtime cwd, which only a running posenc-run has.
-        return compose(config_name="config", overrides=["paths.cache_dir=/no/cache", *overrides], return_hydra_config=hydra)
+        return compose(config_name="config", overrides=["paths.cache_dir=/no/cache", *overrides],
+                       return_hydra_config=hydra)
 
 
 def cell_record(cfg, job_dir, **scores):
@@ -112,7 +113,8 @@ def test_one_cell_is_one_offline_run_with_its_config_curves_and_scores(tmp_path)
     assert config["corpus_key"] == "synthetic-0123" and config["git_commit"] == "deadbeef"
     assert run.values("valid/ppl") == [(3, 206.78)] and run.values("train_inner/loss") == [(2, 8.5)]
     summary = run.summary
-    assert (summary["bleu"], summary["tok_bleu"], summary["valid_ppl"], summary["bleu_test_long"], summary["status"]) == \
+    assert (summary["bleu"], summary["tok_bleu"], summary["valid_ppl"], summary["bleu_test_long"],
+            summary["status"]) == \
         (12.34, 12.5, 206.78, 3.2, "ok")
     assert "job_dir" not in summary and "corpus" not in summary
     assert run.exit_codes == [0]
@@ -162,7 +164,8 @@ def test_wandb_variables_win_over_the_config(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_PROJECT", "from-env")
     monkeypatch.setenv("WANDB_ENTITY", "team-b")
     kwargs = init_kwargs(cfg.logger, id="x", dir=str(tmp_path))
-    assert "project" not in kwargs and "mode" not in kwargs and "entity" not in kwargs and kwargs["dir"] == str(tmp_path)
+    assert "project" not in kwargs and "mode" not in kwargs and "entity" not in kwargs and \
+        kwargs["dir"] == str(tmp_path)
     job_dir = tmp_path / "sweep" / "seed=1"
     run_cell_through_wandb(cfg, job_dir, cell_record(cfg, job_dir, status="ok", bleu=1.0))
     run = next(iter(offline_runs(tmp_path / "sweep" / "wandb").values()))
@@ -192,7 +195,8 @@ def test_the_sweep_table_goes_to_a_table_run_of_the_group(tmp_path):
         cell = sweep / f"placement={placement},seed={seed}"
         cell.mkdir(parents=True)
         record = {"experiment": "table4", "model": "fconv_small", "data": "synthetic", "pe": "learned",
-                  "placement": placement, "seed": seed, "status": "ok", "bleu": bleu, "tok_bleu": bleu, "valid_ppl": 2.0}
+                  "placement": placement, "seed": seed, "status": "ok", "bleu": bleu, "tok_bleu": bleu,
+                  "valid_ppl": 2.0}
         (cell / "result.json").write_text(json.dumps(record))
     (sweep / "plots").mkdir()
     _png(sweep / "plots" / "bleu_by_placement.png")

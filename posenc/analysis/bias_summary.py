@@ -48,7 +48,8 @@ def head_summary(distances: torch.Tensor, values: torch.Tensor) -> dict:
     else:
         locality = "mixed"
     # the distance with the largest bias; among ties the nearest, back before forward
-    order = sorted(range(distances.numel()), key=lambda i: (-float(values[i]), abs(int(distances[i])), int(distances[i])))
+    order = sorted(range(distances.numel()),
+                   key=lambda i: (-float(values[i]), abs(int(distances[i])), int(distances[i])))
     return {
         "at_0": _value_at(distances, values, 0),
         "at_minus_1": _value_at(distances, values, -1),
@@ -100,7 +101,8 @@ def bias_summary(bias) -> dict:
         report["buckets"] = bias.buckets.tolist()
     if bias.weight is not None:
         w = bias.weight.double()
-        report["weight"] = {"shape": list(w.shape), "std": float(w.std(unbiased=False)), "max_abs": float(w.abs().max()),
+        report["weight"] = {"shape": list(w.shape), "std": float(w.std(unbiased=False)),
+                            "max_abs": float(w.abs().max()),
                             "init_std": bias.init_std,
                             "std_over_init": float(w.std(unbiased=False)) / bias.init_std if bias.init_std else None,
                             "note": "init_std: the std the plugin draws the table from (d_model^-0.5); a ratio near 1 "

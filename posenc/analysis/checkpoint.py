@@ -71,10 +71,12 @@ def load_checkpoint(path: str) -> dict:
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # any unpickling / format failure becomes one line
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise CheckpointError(f"cannot read {path} as a torch checkpoint ({type(exc).__name__}: {first[:200]})") from None
+        raise CheckpointError(f"cannot read {path} as a torch checkpoint "
+                              f"({type(exc).__name__}: {first[:200]})") from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
         found = f"keys {sorted(map(str, ckpt))[:8]}" if isinstance(ckpt, dict) else type(ckpt).__name__
-        raise CheckpointError(f"{path} is not a fairseq checkpoint: expected a dict with a 'model' state dict, found {found}")
+        raise CheckpointError(f"{path} is not a fairseq checkpoint: expected a dict with a 'model' state dict, "
+                              f"found {found}")
     return ckpt
 
 
@@ -186,7 +188,8 @@ def sinusoid_settings(args: dict, family: str) -> dict:
     fallback_scale = default_sinusoidal_scale(family) if family in ("fconv", "transformer") else 1.0
     variant = str(setting("sinusoidal_variant", SINUSOID_VARIANT))
     if variant not in SINUSOID_VARIANTS:
-        raise CheckpointError(f"the checkpoint's sinusoidal_variant {variant!r} is unknown; allowed: {', '.join(SINUSOID_VARIANTS)}")
+        raise CheckpointError(f"the checkpoint's sinusoidal_variant {variant!r} is unknown; "
+                              f"allowed: {', '.join(SINUSOID_VARIANTS)}")
     try:
         scale = float(setting("sinusoidal_scale", fallback_scale))
         base = float(setting("sinusoidal_base", SINUSOID_BASE))
@@ -325,12 +328,14 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
             settings = sinusoid_settings(args, family)
             table = model_sinusoid_table(pad + 1 + n, int(dim), pad, settings["variant"], settings["scale"],
                                          settings["base"])[pad + 1 :].to(torch.float64)
-            notes = [f"rebuilt as the model builds it: rows {pad + 1}..{pad + n} of the {settings['variant']} sinusoid, "
-                     f"base {settings['base']:g}, times {settings['scale']:.6g}"]
+            notes = [f"rebuilt as the model builds it: rows {pad + 1}..{pad + n} of the {settings['variant']} "
+                     f"sinusoid, base {settings['base']:g}, times {settings['scale']:.6g}"]
             if settings["defaulted"]:
-                notes.append(f"not recorded in the checkpoint, the plugin's defaults used: {', '.join(settings['defaulted'])}")
-            out[side] = PositionTable(side, kind, table, f"closed form ({settings['variant']} variant; no weights in the "
-                                      "checkpoint)", pad + 1, pad, 0, notes, settings=settings)
+                notes.append("not recorded in the checkpoint, the plugin's defaults used: "
+                             f"{', '.join(settings['defaulted'])}")
+            out[side] = PositionTable(side, kind, table,
+                                      f"closed form ({settings['variant']} variant; no weights in the checkpoint)",
+                                      pad + 1, pad, 0, notes, settings=settings)
         else:
             out[side] = PositionTable(side, kind, notes=[_tableless_note(kind, side, args)])
     if require_table and all(t.table is None for t in out.values()):
@@ -345,7 +350,8 @@ def _tableless_note(kind: str, side: str, args: dict) -> str:
         return (f"rope rotates queries and keys inside self-attention (base {float(base or ROPE_BASE):g}"
                 f"{'' if base else ', the default'}): no position table or bias to analyse")
     if kind in ATTENTION_BIAS_KINDS:
-        return f"{kind}: a relative bias on the self-attention logits, no position table (its bias is under relative_bias)"
+        return (f"{kind}: a relative bias on the self-attention logits, no position table "
+                "(its bias is under relative_bias)")
     return f"no {POSITION_KEY.format(side=side)} in the state dict"
 
 

@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dim", type=int, required=True, help="embedding dimension D (even, >= 4)")
     s.add_argument("--max-len", type=int, required=True, help="number of positions N (>= 2): rows PE(0)..PE(N-1)")
     s.add_argument("--variant", default="paper",
-                   help=f"layout reported at top level: {' or '.join(SINUSOID_VARIANTS)} (default paper); both are analysed")
+                   help=f"layout reported at top level: {' or '.join(SINUSOID_VARIANTS)} (default paper); "
+                        "both are analysed")
     s.add_argument("--base", type=float, default=SINUSOID_BASE,
                    help=f"base b of the wavelengths 2*pi .. ~2*pi*b (> 1; default {SINUSOID_BASE:g})")
     s.add_argument("--out", required=True, help="output directory")
@@ -143,8 +144,9 @@ def _run_sinusoidal(args) -> int:
     report["figures"] = sinusoid_figures(report, extras, args.out)
     write_json(report, args.out)
     write_markdown(sinusoid_markdown(report), args.out)
-    print(f"posenc-pe: sinusoid d={args.dim} N={args.max_len} ({args.variant}, base {args.base:g}): relative_linear_max_error="
-          f"{report['relative_linear_max_error']:.3g}, norm_mean={report['norm_mean']:.6g}; wrote {args.out}/report.json")
+    print(f"posenc-pe: sinusoid d={args.dim} N={args.max_len} ({args.variant}, base {args.base:g}): "
+          f"relative_linear_max_error={report['relative_linear_max_error']:.3g}, "
+          f"norm_mean={report['norm_mean']:.6g}; wrote {args.out}/report.json")
     return 0
 
 

@@ -180,7 +180,8 @@ def head_heatmaps(logits, path, title):
     return _save(fig, path)
 
 
-__all__ = ["cosine_heatmap", "head_heatmaps", "dimension_lines", "heatmap", "proximity", "relative_errors", "scale", "wavelengths"]
+__all__ = ["cosine_heatmap", "head_heatmaps", "dimension_lines", "heatmap", "proximity", "relative_errors", "scale",
+           "wavelengths"]
 
 
 def bases_figure(rows, extras, path, title, max_len):

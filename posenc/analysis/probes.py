@@ -65,7 +65,8 @@ def absolute_position_probe(table: torch.Tensor, folds: int = 5, seed: int = 0) 
         abs_err[held] = (predict(t[held]) - pos[held]).abs()
         chance_err[held] = (pos[train].mean() - pos[held]).abs()
     mae, chance = float(abs_err.mean()), float(chance_err.mean())
-    return {"folds": folds, "mae": mae, "chance_mae": chance, "mae_over_chance": mae / chance if chance else float("nan"),
+    return {"folds": folds, "mae": mae, "chance_mae": chance,
+            "mae_over_chance": mae / chance if chance else float("nan"),
             "ridge_alphas": alphas}
 
 

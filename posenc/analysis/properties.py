@@ -39,7 +39,8 @@ def gram(table: torch.Tensor) -> np.ndarray:
     return (t @ t.T).numpy()
 
 
-def attention_logits(table: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, heads: int, scaling: float) -> np.ndarray:
+def attention_logits(table: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, heads: int,
+                     scaling: float) -> np.ndarray:
     """``(H, N, N)``: ``scaling * (P W_q^h^T)(P W_k^h^T)^T`` per head, for fairseq's projection
     weights ``w_q``, ``w_k`` ``(D_out, D)`` (``q = x @ w_q.T``; head h owns output rows
     ``h*d_h .. (h+1)*d_h - 1``). Biases are left out: they add terms that depend on one position

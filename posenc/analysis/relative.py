@@ -41,7 +41,8 @@ def _cos_sin(ks: torch.Tensor, dim: int, variant: str, dtype, base: float):
     return torch.cos(angles), torch.sin(angles)
 
 
-def shift_matrix(k: int, dim: int, variant: str = "paper", dtype=torch.float64, base: float = SINUSOID_BASE) -> torch.Tensor:
+def shift_matrix(k: int, dim: int, variant: str = "paper", dtype=torch.float64,
+                 base: float = SINUSOID_BASE) -> torch.Tensor:
     """The closed-form ``(D, D)`` matrix M(k) with PE(p + k) = M(k) PE(p) for every p.
 
     An odd ``D`` (whose last column is zero) gets a zero last row and column."""

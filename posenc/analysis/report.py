@@ -109,15 +109,18 @@ def sinusoid_markdown(report: dict) -> str:
     row("3.1 same, float32 table", lambda r: r["relative"]["max_error_float32"])
     row("(p, k) pairs checked", lambda r: r["relative"]["pairs_checked"])
     row("3.1 factorisation A(k)B(p): max error", lambda r: r["relative"]["factorisation"]["max_error"])
-    row("3.1 factorisation: sigma3/sigma1 per pair (rank 2)", lambda r: r["relative"]["factorisation"]["rank2_residual"])
+    row("3.1 factorisation: sigma3/sigma1 per pair (rank 2)",
+        lambda r: r["relative"]["factorisation"]["rank2_residual"])
     row("least squares M(k), 2x2 blocks: max diff from closed form",
         lambda r: max(f["block"]["max_abs_diff_from_closed_form"] for f in r["relative"]["lstsq"]))
     row("least squares M(k), full DxD: max diff from closed form",
         lambda r: max(f["full"]["max_abs_diff_from_closed_form"] for f in r["relative"]["lstsq"]))
     row("table rank (of D) / condition number", lambda r: f"{r['relative']['lstsq'][0]['full']['table_rank']} / "
         f"{_fmt(r['relative']['lstsq'][0]['full']['condition_number'])}")
-    row("3.2 wavelength min..max", lambda r: f"{_fmt(r['values']['wavelength_min'])} .. {_fmt(r['values']['wavelength_max'])}")
-    row("3.3 norm mean (sqrt(d/2) expected)", lambda r: f"{_fmt(r['scale']['norm_mean'])} ({_fmt(r['scale']['norm_expected'])})")
+    row("3.2 wavelength min..max",
+        lambda r: f"{_fmt(r['values']['wavelength_min'])} .. {_fmt(r['values']['wavelength_max'])}")
+    row("3.3 norm mean (sqrt(d/2) expected)",
+        lambda r: f"{_fmt(r['scale']['norm_mean'])} ({_fmt(r['scale']['norm_expected'])})")
     row("3.3 norm std", lambda r: r["scale"]["norm_std"])
     row("3.3 value range", lambda r: f"{_fmt(r['scale']['value_min'])} .. {_fmt(r['scale']['value_max'])}")
     row("3.3 PE norm / token norm (transformer init x sqrt(d))",
@@ -148,7 +151,8 @@ def _property_rows(row, attention=False):
             row(f"layer-0 attention logits: {label}, per head", per_head(key))
     row("probe: absolute position MAE (chance)", lambda r: f"{_fmt(r['probes']['absolute_position']['mae'])} "
         f"({_fmt(r['probes']['absolute_position']['chance_mae'])})")
-    row("probe: relative order error, held-out positions (chance 0.5)", lambda r: r["probes"]["relative_order"]["error"])
+    row("probe: relative order error, held-out positions (chance 0.5)",
+        lambda r: r["probes"]["relative_order"]["error"])
     row("probe: relative order error, random pair split (misleading)",
         lambda r: r["probes"]["relative_order"]["random_pair_split_error"])
 
@@ -167,7 +171,8 @@ phi(x, y) = <PE_x, PE_y> symmetry holds by construction (it is reported, not a f
 in positions; chance = predicting the training mean) and logistic regression on [PE(i); PE(j)]
 for i < j."""
 
-_ATTENTION_DEFINITIONS = """Attention logits: phi_h(x, y) = s (PE_x W_Q^h) . (PE_y W_K^h), the position-position term of head h
+_ATTENTION_DEFINITIONS = """\
+Attention logits: phi_h(x, y) = s (PE_x W_Q^h) . (PE_y W_K^h), the position-position term of head h
 of the side's first self-attention layer before the softmax (s = head_dim^-1/2, fairseq's query
 scaling; biases left out, as they add terms of one position only). W_Q^h != W_K^h makes it
 asymmetric in general: here symmetry is a real question (-1 = antisymmetric)."""
@@ -187,12 +192,14 @@ def checkpoint_figures(report: dict, extras: dict, out_dir: str) -> list:
         kind = report["tables"][side]["kind"]
         t = ex["table"].numpy()
         figs.append(plots.heatmap(t, os.path.join(out_dir, f"{side}_heatmap.png"), f"{side} positions ({kind})"))
-        figs.append(plots.dimension_lines(t, plot_dimensions(t.shape[1]), os.path.join(out_dir, f"{side}_dimensions.png"),
+        figs.append(plots.dimension_lines(t, plot_dimensions(t.shape[1]),
+                                          os.path.join(out_dir, f"{side}_dimensions.png"),
                                           f"{side} ({kind}): chosen dimensions"))
         figs.append(plots.cosine_heatmap(t, os.path.join(out_dir, f"{side}_cosine.png"),
                                          f"{side} ({kind}): cosine similarity of positions"))
         if ex.get("attention_logits") is not None:
-            figs.append(plots.head_heatmaps(ex["attention_logits"], os.path.join(out_dir, f"{side}_attention_logits.png"),
+            figs.append(plots.head_heatmaps(ex["attention_logits"],
+                                            os.path.join(out_dir, f"{side}_attention_logits.png"),
                                             f"{side} ({kind}): layer-0 attention logits of position pairs, per head"))
     if extras:
         n = max(e["table"].shape[0] for e in extras.values())
@@ -200,7 +207,8 @@ def checkpoint_figures(report: dict, extras: dict, out_dir: str) -> list:
                                       os.path.join(out_dir, "periods.png"), "dominant period of each dimension (DFT)",
                                       ylabel="period (positions)", hline=float(n)))
         figs.append(plots.scale({s: (e["norms"].numpy(), e["dim_min"].numpy(), e["dim_max"].numpy())
-                                 for s, e in extras.items()}, os.path.join(out_dir, "scale.png"), "position vector norms"))
+                                 for s, e in extras.items()}, os.path.join(out_dir, "scale.png"),
+                                "position vector norms"))
         figs.append(plots.proximity({s: e["gram"] for s, e in extras.items()}, os.path.join(out_dir, "proximity.png"),
                                     "dot-product proximity"))
     biases = {side: t["relative_bias"] for side, t in report["tables"].items() if "relative_bias" in t}
@@ -229,7 +237,8 @@ def _bias_markdown(side: str, b: dict) -> list:
     far, forward = b["far"], not b["causal"]
     lines = [f"### {side}: {kind}", "",
              f"{what}. {'Causal' if b['causal'] else 'Bidirectional'}: distances d = key - query over "
-             f"{b['distance_range']}. Heads: " + ", ".join(f"{n} {k}" for k, n in b["locality_counts"].items() if n) + ".",
+             f"{b['distance_range']}. Heads: "
+             + ", ".join(f"{n} {k}" for k, n in b["locality_counts"].items() if n) + ".",
              ""]
     # (header, per-head key, shown): ALiBi's slopes; keys after the query only where the side has them
     columns = [("head", "head", True), ("slope", "slope", not b["learned"]), ("b(0)", "at_0", True),

@@ -51,7 +51,8 @@ def write_bases(report: dict, extras: dict, out_dir: str) -> list:
     fig = plots.bases_figure(rows, extras, os.path.join(out_dir, "bases.png"),
                              f"what the base does: sinusoid ({v} layout), d={d}, N={n}", n)
     report["figures"] = [os.path.basename(fig)]
-    write_text_atomic(os.path.join(out_dir, "bases.csv"), _csv(rows, [k for k, _ in COLUMNS if any(k in r for r in rows)]))
+    write_text_atomic(os.path.join(out_dir, "bases.csv"),
+                      _csv(rows, [k for k, _ in COLUMNS if any(k in r for r in rows)]))
     columns = [(label, (lambda r, k=key: _fmt(r[k]))) for key, label in COLUMNS if any(key in r for r in rows)]
     lines = [f"# What the base of the sinusoid changes, d={d}, N={n}, `{v}` layout", "",
              f"Rows PE(0)..PE({n - 1}) for each base b (wavelengths 2*pi .. ~2*pi*b). Every base gives the norm "
@@ -63,8 +64,9 @@ def write_bases(report: dict, extras: dict, out_dir: str) -> list:
               "f(m) = <PE_x, PE_x+m> = sum_i cos(m w_i) (the same at every x). *Monotonicity*: mean over anchors of "
               "-Spearman(offset, proximity), 1 = falls everywhere. *Probes*: ridge regression to the position (MAE in "
               "positions) and logistic regression for the order of two positions, 5-fold over held-out positions "
-              "(Wang & Chen, EMNLP 2020). *3.1 max error*: max |PE(p+k) - M(k) PE(p)| over all p + k < N with a float32 table "
-              "(float32 rotations too), and the offset k where it occurs.", "", "![bases](bases.png)"]
+              "(Wang & Chen, EMNLP 2020). *3.1 max error*: max |PE(p+k) - M(k) PE(p)| over all p + k < N "
+              "with a float32 table (float32 rotations too), and the offset k where it occurs.", "",
+              "![bases](bases.png)"]
     write_text_atomic(os.path.join(out_dir, "bases.md"), "\n".join(lines) + "\n")
     write_json(report, out_dir)
     return ["bases.csv", "bases.md", "report.json", *report["figures"]]
@@ -126,10 +128,12 @@ def write_sweep(report: dict, rows: list, extras: dict, columns: list, out_dir: 
                                          "cosine similarity of positions, per cell and side"))
     report["figures"] = [os.path.basename(f) for f in figures]
     attn = any(r.get(f"{p}_attn_symmetry") is not None for r in rows for p in ("enc", "dec"))
-    md_cols = [("cell", lambda r: f"`{r['cell']}`"), ("status", lambda r: r["status"]), ("BLEU", lambda r: _fmt(r["bleu"]))]
+    md_cols = [("cell", lambda r: f"`{r['cell']}`"), ("status", lambda r: r["status"]),
+               ("BLEU", lambda r: _fmt(r["bleu"]))]
     md_cols += _side_cell("enc") + _side_cell("dec")
     if attn:
-        md_cols += [(f"{p}: attn symmetry", (lambda r, p=p: _fmt(r.get(f"{p}_attn_symmetry"), 3))) for p in ("enc", "dec")]
+        md_cols += [(f"{p}: attn symmetry", (lambda r, p=p: _fmt(r.get(f"{p}_attn_symmetry"), 3)))
+                    for p in ("enc", "dec")]
     bias = any(r.get(f"{p}_bias_summary") for r in rows for p in ("enc", "dec"))
     if bias:
         md_cols += [(f"{p}: relative bias", (lambda r, p=p: r.get(f"{p}_bias_summary") or "-")) for p in ("enc", "dec")]

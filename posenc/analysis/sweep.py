@@ -30,7 +30,8 @@ SIDE_COLUMNS = (
     ("abs_position_mae", lambda s: s["probes"]["absolute_position"]["mae"]),
     ("abs_position_chance_mae", lambda s: s["probes"]["absolute_position"]["chance_mae"]),
     ("relative_order_error", lambda s: s["probes"]["relative_order"]["error"]),
-    ("attn_translation_invariance", lambda s: s["attention_logit_properties"]["mean_over_heads"]["translation_invariance"]),
+    ("attn_translation_invariance",
+     lambda s: s["attention_logit_properties"]["mean_over_heads"]["translation_invariance"]),
     ("attn_monotonicity_local16", lambda s: s["attention_logit_properties"]["mean_over_heads"]["monotonicity_local16"]),
     ("attn_symmetry", lambda s: s["attention_logit_properties"]["mean_over_heads"]["symmetry"]),
     # a relative attention bias (t5, alibi) instead of a table
@@ -76,7 +77,8 @@ def find_cells(sweep_dir: Path):
     planned, notes = _planned(sweep_dir)
     for name in planned:
         if name not in cells:
-            cells[name] = SweepCell(name, sweep_dir / name, None, "missing", ["planned in multirun.yaml, no result.json"])
+            cells[name] = SweepCell(name, sweep_dir / name, None, "missing",
+                                    ["planned in multirun.yaml, no result.json"])
     if not cells:
         raise SweepDirError(f"{sweep_dir}: no {RESULT_FILE} below it and no multirun.yaml plan")
     return [cells[k] for k in sorted(cells)], notes
@@ -92,7 +94,8 @@ def _planned(sweep_dir: Path):
         return [c.dirname for c in planned_cells(sweep_dir) or [] if not c.skip_reason], []
     except Exception as exc:  # a foreign or broken plan must not hide the cells that did report
         first = (str(exc).strip().splitlines() or [""])[0][:200]
-        return [], [f"multirun.yaml could not be read ({type(exc).__name__}: {first}); only cells that reported are listed"]
+        return [], [f"multirun.yaml could not be read ({type(exc).__name__}: {first}); "
+                    "only cells that reported are listed"]
 
 
 def measure_cell(cell: SweepCell, *, max_len=None, run_probes=True, folds=5, seed=0):
@@ -157,7 +160,8 @@ def init_references(rows, reports, *, run_probes=True, folds=5, seed=0, draws=5)
             table = torch.randn(n, d, generator=gen, dtype=torch.float64) * std
             rep, _ = analyze_table(table, run_probes=run_probes, folds=folds, seed=seed)
             measured.append({suffix: _safe(read, {"kind": "learned", **rep}) for suffix, read in SIDE_COLUMNS})
-        mean = {k: (sum(m[k] for m in measured) / draws if all(isinstance(m[k], (int, float)) for m in measured) else None)
+        mean = {k: (sum(m[k] for m in measured) / draws
+                    if all(isinstance(m[k], (int, float)) for m in measured) else None)
                 for k in measured[0]}
         mean.update({"kind": f"N(0, {std:.3g}) init", "positions": n})
         refs.append({"side": side, "positions": n, "dim": d, "std": std, "draws": draws, "cells": len(cells),

@@ -88,7 +88,8 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
         progress.say(plan.message)
     if limits.note and plan.action != "score":
         progress.say(limits.note)
-    train_argv = train_command(prepared.bin_dir, save_dir, spec, cfg, OmegaConf.to_container(cfg.budget.optim[spec.family]))
+    train_argv = train_command(prepared.bin_dir, save_dir, spec, cfg,
+                               OmegaConf.to_container(cfg.budget.optim[spec.family]))
     splits = ["test"] + (["test_long"] if cfg.generation.test_long and "test_long" in prepared.subsets else [])
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / resume.BEST, prepared.subsets[split],
                                               prepared.remove_bpe, cfg) for split in splits}
@@ -107,7 +108,8 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
             record.update({f"{k}{suffix}": v for k, v in scores.items()})
             record[f"generate_wall_s{suffix}"] = round(time.monotonic() - generate_started, 1)
         record["status"] = "ok"
-        progress.say(f"BLEU {record['bleu']:.2f} (tokenized {record['tok_bleu']:.2f}) | valid ppl {record['valid_ppl']:.2f}")
+        progress.say(f"BLEU {record['bleu']:.2f} (tokenized {record['tok_bleu']:.2f}) "
+                     f"| valid ppl {record['valid_ppl']:.2f}")
     except (StepFailed, IncompleteOutput) as err:
         record["error"] = str(err)
     except StopRequested as stop:

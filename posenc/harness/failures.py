@@ -24,7 +24,8 @@ def non_finite_loss(line: str):
             except (TypeError, ValueError):
                 continue
             if not math.isfinite(value):
-                return f"{key.replace('train_', '').replace('valid_', 'valid ')} is {value} at update {record_updates(kind, rec)}"
+                return (f"{key.replace('train_', '').replace('valid_', 'valid ')} is {value} "
+                        f"at update {record_updates(kind, rec)}")
     return None
 
 
@@ -49,7 +50,8 @@ def exit_reason(name: str, returncode: int, log_lines) -> str:
     if last and re.search(r"out of memory", last.group(0), re.IGNORECASE):
         return f"out of memory: {last.group(0)[:300]}"
     if returncode < 0:
-        name_of = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else str(-returncode)
+        name_of = (signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_
+                   else str(-returncode))
         hint = " (out of memory? the kernel's OOM killer sends SIGKILL)" if -returncode == signal.SIGKILL else ""
         return f"{name} was killed by {name_of}{hint}"
     if last:

@@ -33,7 +33,8 @@ def step_limits(budget) -> StepLimits:
     if step >= needed:
         return StepLimits(step * 60, step * 60)
     return StepLimits(needed * 60, step * 60,
-                      f"training may take budget.max_time_min={asked:g} min, more than budget.step_timeout_min={step:g} "
+                      f"training may take budget.max_time_min={asked:g} min, "
+                      f"more than budget.step_timeout_min={step:g} "
                       f"allows: its hard limit is {needed:g} min (the training time plus {needed - asked:g} min for "
                       f"start-up and the last validation and save)")
 

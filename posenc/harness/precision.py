@@ -31,7 +31,8 @@ def check_gpu_settings(cfg) -> None:
     if cfg.precision not in PRECISIONS:
         raise ConfigError(f"precision={cfg.precision!r} is not allowed; allowed: {', '.join(PRECISIONS)}")
     if not isinstance(cfg.gpus, int) or isinstance(cfg.gpus, bool) or cfg.gpus < 0:
-        raise ConfigError(f"gpus={cfg.gpus!r} is not allowed; allowed: 0 (CPU only) or a number of GPUs per cell (1, 2, ...)")
+        raise ConfigError(f"gpus={cfg.gpus!r} is not allowed; allowed: 0 (CPU only) "
+                          "or a number of GPUs per cell (1, 2, ...)")
     if cfg.gpus == 0 and cfg.precision == "fp16":
         raise ConfigError("precision=fp16 with gpus=0 is not possible: fairseq's --fp16 needs a CUDA GPU; "
                           "allowed on the CPU: fp32, bf16")
@@ -93,5 +94,5 @@ def check_hardware(cfg, env: dict) -> None:
     found = cuda_device_count(env)
     if found < needed:
         why = "fairseq's --fp16 needs a CUDA GPU" if cfg.gpus <= 1 else f"gpus={cfg.gpus} trains on {cfg.gpus} GPUs"
-        raise ConfigError(f"precision={cfg.precision} gpus={cfg.gpus} needs {needed} CUDA device(s); this machine shows "
-                          f"{found} ({why}; on the CPU use precision=fp32 or bf16 with gpus=1 or 0)")
+        raise ConfigError(f"precision={cfg.precision} gpus={cfg.gpus} needs {needed} CUDA device(s); "
+                          f"this machine shows {found} ({why}; on the CPU use precision=fp32 or bf16 with gpus=1 or 0)")

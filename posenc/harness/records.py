@@ -9,7 +9,6 @@ from omegaconf import OmegaConf
 from posenc.atomic import write_json_atomic
 from posenc.report.records import RESULT_FILE
 
-
 # Keys that never change a cell's outcome: Hydra's own node, how a run is shown or logged (W&B or
 # not), where the cache is, how the machine is used (runtime: thread counts, OpenMP waiting), redo
 # (run it again), and the hard safety limit of a step (a step it stops fails; no result changes).
@@ -53,7 +52,8 @@ def refused_record(cfg, job_dir: Path, error: str) -> dict:
     the refusal as its error, so the sweep goes on and its table shows the cell."""
     get = lambda key: OmegaConf.select(cfg, key, default=None)  # noqa: E731 (any of them may be the bad one)
     identity = {"experiment": get("experiment_name"), "model": get("model.name"), "data": get("data.name"),
-                "pe": get("pe"), "placement": get("placement"), "encoder_pos": "", "decoder_pos": "", "seed": get("seed")}
+                "pe": get("pe"), "placement": get("placement"), "encoder_pos": "", "decoder_pos": "",
+                "seed": get("seed")}
     return {**_record(identity, job_dir, error), "resumed_from_update": 0}
 
 

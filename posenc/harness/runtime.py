@@ -19,7 +19,7 @@ posenc-run as in fairseq's own process when run by hand; it changes nothing fair
 """
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from posenc.harness.spec import ConfigError
 
@@ -53,7 +53,8 @@ def added_environment(runtime) -> dict:
     policy = runtime.get("omp_wait_policy")
     if policy is not None:
         if str(policy).upper() not in WAIT_POLICIES:
-            raise ConfigError(f"runtime.omp_wait_policy={policy!r} is not allowed; allowed: null, {', '.join(WAIT_POLICIES)}")
+            raise ConfigError(f"runtime.omp_wait_policy={policy!r} is not allowed; "
+                              f"allowed: null, {', '.join(WAIT_POLICIES)}")
         added["OMP_WAIT_POLICY"] = str(policy).upper()
     return added
 

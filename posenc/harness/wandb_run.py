@@ -38,7 +38,8 @@ def import_wandb():
     try:
         import wandb
     except ImportError:
-        raise ConfigError("logger=wandb needs the wandb package: make setup (or pip install 'wandb>=0.16,<1')") from None
+        raise ConfigError("logger=wandb needs the wandb package: "
+                          "make setup (or pip install 'wandb>=0.16,<1')") from None
     return wandb
 
 
@@ -263,14 +264,17 @@ def log_sweep_table(config, sweep_dir: Path) -> None:
         run = start(wandb, config.logger, id=run_id(token, "table"), resume="allow", name="table", group=group,
                     job_type="table", tags=[f"experiment={config.experiment_name}"], dir=str(sweep_dir))
         columns = list(rows[0]) if rows else ["placement"]
-        table = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows], allow_mixed_types=True)
+        table = wandb.Table(columns=columns, data=[[row.get(c) for c in columns] for row in rows],
+                            allow_mixed_types=True)
         logged = {"results": table}
         logged.update({f"figures/{png.stem}": wandb.Image(str(png)) for png in sweep_figures(sweep_dir)})
         run.log(logged)
         run.summary.update({"groups": len(rows), "cells_ok": sum(r.get("seeds_ok", 0) for r in rows),
                             # not_ok: "seed 2 failed; seed 3 interrupted" (as_dicts joins the report's list)
-                            "cells_not_ok": sum(len([c for c in str(r.get("not_ok") or "").split("; ") if c]) for r in rows)})
+                            "cells_not_ok": sum(len([c for c in str(r.get("not_ok") or "").split("; ") if c])
+                                                for r in rows)})
         run.finish()
     except Exception as err:
-        print(f"posenc-run: warning: the sweep table was not logged to W&B: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
+        print("posenc-run: warning: the sweep table was not logged to W&B: "
+              f"{str(err).splitlines()[0] if str(err) else type(err).__name__}",
               file=sys.stderr)
