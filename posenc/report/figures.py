@@ -65,11 +65,8 @@ def delta_figure(reports):
         rows = [r for r in rows if r.values.get("p_note") != "baseline"]
         xs = list(range(len(rows)))
         deltas = [r.values["delta_bleu"] if r.values.get("delta_bleu") is not None else math.nan for r in rows]
-        low = [d - r.values["delta_ci_low"] if r.values.get("delta_ci_low") is not None else 0
-               for d, r in zip(deltas, rows)]
-        high = [r.values["delta_ci_high"] - d if r.values.get("delta_ci_high") is not None else 0
-                for d, r in zip(deltas, rows)]
-        ax.errorbar(xs, deltas, yerr=[low, high], fmt="o", capsize=4, label="ours: Δ, verdict's 95% CI")
+        ax.errorbar(xs, deltas, yerr=_yerr(deltas, rows, "delta_ci"), fmt="o", capsize=4,
+                    label="ours: Δ, verdict's 95% CI")
         _stars(ax, xs, deltas, rows)
         paper = [(x, r.values["paper_delta"], r.values["paper_source"]) for x, r in zip(xs, rows)
                  if r.values.get("paper_delta") is not None]
@@ -87,16 +84,23 @@ def delta_figure(reports):
     return fig
 
 
+def _yerr(centres, rows, interval: str) -> list:
+    """Matplotlib's ``yerr`` (distances below and above each centre) from the rows' ``<interval>_low``
+    and ``<interval>_high``; 0 where a row has no interval."""
+    def distance(centre, row, end, sign):
+        value = row.values.get(f"{interval}_{end}")
+        return 0 if value is None else sign * (value - centre)
+    return [[distance(c, r, "low", -1) for c, r in zip(centres, rows)],
+            [distance(c, r, "high", 1) for c, r in zip(centres, rows)]]
+
+
 def bleu_figure(reports):
     found = panels(reports)
     fig, axes = _grid(len(found))
     for ax, (title, rows, report, key) in zip(axes, found):
         xs = range(len(rows))
         means = [r.values["bleu"] if r.values["bleu"] is not None else math.nan for r in rows]
-        low = [m - r.values["bleu_ci_low"] if r.values["bleu_ci_low"] is not None else 0 for m, r in zip(means, rows)]
-        high = [r.values["bleu_ci_high"] - m if r.values["bleu_ci_high"] is not None else 0
-                for m, r in zip(means, rows)]
-        ax.errorbar(xs, means, yerr=[low, high], fmt="o", capsize=4, label="mean, 95% CI over seeds")
+        ax.errorbar(xs, means, yerr=_yerr(means, rows, "bleu_ci"), fmt="o", capsize=4, label="mean, 95% CI over seeds")
         _stars(ax, xs, means, rows)
         ax.set_xticks(list(xs), [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right",
                      fontsize=8)
