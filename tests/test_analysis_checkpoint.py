@@ -13,7 +13,8 @@ import torch
 import torch.nn as nn
 
 from pe_cli_helpers import run_cli
-from posenc.analysis.checkpoint import CheckpointError, extract_tables, load_checkpoint, token_embedding
+from posenc.analysis.checkpoint import extract_tables, token_embedding
+from posenc.analysis.checkpoint_file import CheckpointError, load_checkpoint
 from posenc.encodings import fconv_learned_positions, make_positions, sinusoid_table, transformer_learned_positions
 
 PAD, D, MAXPOS, VOCAB = 1, 16, 24, 12

@@ -145,15 +145,8 @@ def checkpoint_report(path: str, *, padding_idx=None, max_len=None, run_probes: 
     ``relative_bias`` instead. ``require_table``: a CheckpointError when no side has either."""
     from posenc.analysis.bias import extract_biases
     from posenc.analysis.bias_summary import bias_summary
-    from posenc.analysis.checkpoint import (
-        extract_tables,
-        first_layer_attention,
-        load_checkpoint,
-        model_args,
-        model_family,
-        nothing_to_analyse,
-        token_embedding,
-    )
+    from posenc.analysis.checkpoint import extract_tables, first_layer_attention, nothing_to_analyse, token_embedding
+    from posenc.analysis.checkpoint_file import checkpoint_family, load_checkpoint, model_args
     from posenc.analysis.scale import token_norms
 
     ckpt = load_checkpoint(path)
@@ -194,7 +187,7 @@ def checkpoint_report(path: str, *, padding_idx=None, max_len=None, run_probes: 
         "mode": "checkpoint",
         "checkpoint": str(path),
         "arch": str(args.get("arch", "") or args.get("_name", "")),
-        "family": model_family(args, ckpt["model"]),
+        "family": checkpoint_family(args, ckpt["model"]),
         "kinds": {side: e["kind"] for side, e in sides.items()},
         "positions": "row p is position p of a sentence (p = 0: first token), i.e. state-dict row padding_idx + 1 + p",
         "tables": sides,

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from posenc.analysis.checkpoint import RELATIVE_BIAS_KEY, attention_heads, embed_dim, find_key, model_args
+from posenc.analysis.checkpoint import RELATIVE_BIAS_KEY
+from posenc.analysis.checkpoint_file import attention_heads, embed_dim, find_key, model_args
 from posenc.encodings.attention_bias import T5_MAX_DISTANCE, AlibiBias, T5RelativeBias, is_causal, t5_init_std
 from posenc.kinds import ATTENTION_BIAS_KINDS
 

@@ -1,8 +1,5 @@
-"""Position tables inside a fairseq checkpoint.
-
-A fairseq checkpoint is a ``torch.save``d dict: ``"model"`` (the state dict) and ``"cfg"`` (whose
-``"model"`` entry holds the architecture arguments, as a dict, an omegaconf config or an argparse
-Namespace) or, in older files, ``"args"`` (a Namespace).
+"""Position tables inside a loaded fairseq checkpoint (:mod:`posenc.analysis.checkpoint_file`
+unpickles it and reads its arguments).
 
 Learned tables are ``{encoder,decoder}.embed_positions.weight`` in both fconv and the Transformer.
 Their first ``padding_idx + 1`` rows are not positions (row ``padding_idx``, usually 1, is the zero
@@ -20,32 +17,43 @@ the angle of position ``padding_idx + 1``) and the same float32 arithmetic.
 Sides with a relative attention bias (t5, alibi) have no table; :mod:`posenc.analysis.bias`
 rebuilds their bias. A rope side has neither and is listed with a note.
 
-Only the file the user names is unpickled (``weights_only=False`` is needed for the Namespace /
-omegaconf objects fairseq stores).
+The rules of the plugin are imported, never restated: which kinds the stock flags ask for and how
+many positions a side serves (:mod:`posenc.encodings.defaults`), what a sinusoid base may be
+(:func:`posenc.encodings.sinusoidal.check_base`).
 """
 
 import math
-import os
-from argparse import Namespace
 from dataclasses import dataclass, field
 
 import torch
 
-from posenc.encodings.defaults import ROPE_BASE, SINUSOID_BASE, SINUSOID_VARIANT, default_sinusoidal_scale
-from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, model_sinusoid_table
+from posenc.analysis.checkpoint_file import (
+    TOKEN_KEY,
+    CheckpointError,
+    attention_heads,
+    checkpoint_family,
+    embed_dim,
+    find_key,
+    model_args,
+)
+from posenc.analysis.optimizer_state import trained_positions
+from posenc.encodings.defaults import (
+    ROPE_BASE,
+    SINUSOID_BASE,
+    SINUSOID_VARIANT,
+    default_sinusoidal_scale,
+    stock_position_kinds,
+    usable_positions,
+)
+from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, check_base, model_sinusoid_table
 from posenc.kinds import ATTENTION_BIAS_KINDS
 
 SIDES = ("encoder", "decoder")
 POSITION_KEY = "{side}.embed_positions.weight"
-TOKEN_KEY = "{side}.embed_tokens.weight"
 SINUSOID_MARKERS = ("{side}.embed_positions._float_tensor", "{side}.embed_positions.weights")
 SELF_ATTENTION_KEY = "{side}.layers.0.self_attn.{proj}.weight"
 RELATIVE_BIAS_KEY = "{side}.relative_attention_bias.weight"  # T5's (num_buckets, H), shared by a side's layers
 DEFAULT_MAX_POSITIONS = 1024  # fairseq's default --max-source/target-positions
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be analysed; the message is one line for the user."""
 
 
 @dataclass
@@ -62,91 +70,6 @@ class PositionTable:
     trained_positions: int = None  # learned: positions whose rows training updated, if the checkpoint tells
 
 
-def load_checkpoint(path: str) -> dict:
-    if not os.path.exists(path):
-        raise CheckpointError(f"no such checkpoint: {path}")
-    if not os.path.isfile(path):
-        raise CheckpointError(f"not a file: {path}")
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as exc:  # any unpickling / format failure becomes one line
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise CheckpointError(f"cannot read {path} as a torch checkpoint "
-                              f"({type(exc).__name__}: {first[:200]})") from None
-    if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
-        found = f"keys {sorted(map(str, ckpt))[:8]}" if isinstance(ckpt, dict) else type(ckpt).__name__
-        raise CheckpointError(f"{path} is not a fairseq checkpoint: expected a dict with a 'model' state dict, "
-                              f"found {found}")
-    return ckpt
-
-
-def _get(obj, key, default=None):
-    if obj is None:
-        return default
-    if isinstance(obj, dict):
-        return obj.get(key, default)
-    try:
-        return obj[key]  # DictConfig
-    except Exception:
-        return getattr(obj, key, default)
-
-
-def _as_dict(obj) -> dict:
-    if obj is None:
-        return {}
-    if isinstance(obj, dict):
-        return dict(obj)
-    if isinstance(obj, Namespace):
-        return vars(obj).copy()
-    try:
-        from omegaconf import OmegaConf
-
-        if OmegaConf.is_config(obj):
-            return OmegaConf.to_container(obj, resolve=False) or {}
-    except ImportError:
-        pass
-    return dict(getattr(obj, "__dict__", {}))
-
-
-def model_args(ckpt: dict) -> dict:
-    """The architecture arguments: ``cfg["model"]``, else ``args``; {} when neither is there."""
-    args = _as_dict(_get(ckpt.get("cfg"), "model"))
-    if not args:
-        args = _as_dict(ckpt.get("args"))
-    return args
-
-
-def find_key(state: dict, pattern: str, side: str):
-    key = pattern.format(side=side)
-    if key in state:
-        return key
-    matches = [k for k in state if k.endswith("." + key)]
-    return matches[0] if len(matches) == 1 else None
-
-
-def embed_dim(ckpt: dict, side: str):
-    """A side's embedding dimension: as recorded in the args, else the width of its token
-    embeddings; None if neither is there."""
-    dim = model_args(ckpt).get(f"{side}_embed_dim")
-    token_key = find_key(ckpt["model"], TOKEN_KEY, side)
-    if dim is None and token_key is not None:
-        dim = ckpt["model"][token_key].size(1)
-    return dim
-
-
-def model_family(args: dict, state: dict) -> str:
-    arch = str(args.get("arch", "") or args.get("_name", ""))
-    if "fconv" in arch:
-        return "fconv"
-    if "transformer" in arch:
-        return "transformer"
-    if any(".convolutions." in k for k in state):
-        return "fconv"
-    if any(".layers." in k and "self_attn" in k for k in state):
-        return "transformer"
-    return "unknown"
-
-
 def _configured_kind(side: str, args: dict, family: str, state: dict) -> str:
     explicit = args.get(f"{side}_pos")
     if explicit:
@@ -156,9 +79,7 @@ def _configured_kind(side: str, args: dict, family: str, state: dict) -> str:
     if find_key(state, RELATIVE_BIAS_KEY, side):
         return "t5"
     if family == "transformer":
-        if args.get("no_token_positional_embeddings"):
-            return "none"
-        return "learned" if args.get(f"{side}_learned_pos") else "sinusoidal"
+        return stock_position_kinds(args)[SIDES.index(side)]
     if family == "fconv":
         return "none"  # fconv always has a learned table; without the key the side has none
     return "unknown"
@@ -195,86 +116,17 @@ def sinusoid_settings(args: dict, family: str) -> dict:
         base = float(setting("sinusoidal_base", SINUSOID_BASE))
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"the checkpoint's sinusoid settings are not numbers: {exc}") from None
-    if not (math.isfinite(base) and base > 1):
-        raise CheckpointError(f"the checkpoint's sinusoidal_base {base:g} is not a number greater than 1")
+    try:
+        check_base(base)
+    except ValueError as exc:
+        raise CheckpointError(f"the checkpoint's sinusoidal_base: {exc}") from None
     return {"variant": variant, "scale": scale, "base": base, "defaulted": defaulted}
 
 
 def _usable_positions(args: dict, side: str, family: str, padding_idx: int) -> int:
     """How many positions the model serves: fconv's argument counts the padding rows too."""
     n = args.get("max_source_positions" if side == "encoder" else "max_target_positions") or DEFAULT_MAX_POSITIONS
-    return int(n) - padding_idx - 1 if family == "fconv" else int(n)
-
-
-def _state_shape(entry):
-    """The shape of the parameter an optimizer state entry belongs to (its first tensor with
-    dimensions), or None."""
-    if not isinstance(entry, dict):
-        return None
-    for value in entry.values():
-        if torch.is_tensor(value) and value.dim() > 0:
-            return tuple(value.shape)
-    return None
-
-
-def optimizer_states(ckpt: dict):
-    """``{state-dict key: optimizer state}`` for the model's parameters, or ``(None, why)``.
-
-    fairseq keeps the optimizer's per-parameter state (``last_optimizer_state``) indexed by the
-    parameters' order, which is the state dict's order without its buffers; a buffer is told
-    apart by a shape that does not fit the next parameter's state."""
-    opt = ckpt.get("last_optimizer_state")
-    if not isinstance(opt, dict) or not isinstance(opt.get("state"), dict):
-        return None, "the checkpoint keeps no optimizer state"
-    order = [i for group in opt.get("param_groups") or [] for i in group.get("params", [])]
-    state, model = opt["state"], ckpt["model"]
-    keys = list(model)
-    spare = len(keys) - len(order)  # buffers in the state dict
-    if spare < 0 or not order:
-        return None, "the optimizer state does not match the model's parameters"
-    mapping, ki, skipped = {}, 0, 0
-    for idx in order:
-        shape = _state_shape(state.get(idx))
-        while ki < len(keys):
-            key = keys[ki]
-            ki += 1
-            if shape is None or tuple(model[key].shape) == shape:
-                mapping[key] = state.get(idx)
-                break
-            skipped += 1
-        else:
-            return None, "the optimizer state does not line up with the model's parameters (flattened, e.g. --fp16?)"
-    if skipped > spare:
-        return None, "the optimizer state does not line up with the model's parameters"
-    return mapping, ""
-
-
-def trained_positions(ckpt: dict, key: str, padding_idx: int):
-    """``(L, note)``: positions 0..L-1 of the table under ``key`` got a gradient in training
-    (a nonzero second moment, or whatever same-shaped state the optimizer keeps); ``(None, why)``
-    when the checkpoint cannot tell."""
-    states, why = optimizer_states(ckpt)
-    if states is None:
-        return None, why
-    entry = states.get(key) or {}
-    shape = tuple(ckpt["model"][key].shape)
-    moment = entry.get("exp_avg_sq")
-    if not torch.is_tensor(moment) or tuple(moment.shape) != shape:
-        moment = next((v for v in entry.values() if torch.is_tensor(v) and tuple(v.shape) == shape), None)
-    if moment is None:
-        return None, f"no per-row optimizer state for {key}"
-    active = (moment.detach().to(torch.float64) != 0).any(dim=1)
-    if padding_idx < active.numel() and active[padding_idx]:
-        return None, f"the optimizer state of {key} has a nonzero padding row: not trusted"
-    rows = torch.nonzero(active[padding_idx + 1 :]).flatten()
-    if rows.numel() == 0:
-        return 0, f"no position row of {key} was ever updated"
-    length = int(rows[-1]) + 1
-    gaps = length - rows.numel()
-    note = f"training updated positions 0..{length - 1} (nonzero optimizer state)"
-    if gaps:
-        note += f", {gaps} of them never"
-    return length, note
+    return usable_positions(family, int(n), padding_idx)
 
 
 def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bool = True) -> dict:
@@ -287,7 +139,7 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
     as many as the model serves."""
     state = ckpt["model"]
     args = model_args(ckpt)
-    family = model_family(args, state)
+    family = checkpoint_family(args, state)
     out = {}
     for side in SIDES:
         key = find_key(state, POSITION_KEY, side)
@@ -367,12 +219,6 @@ def nothing_to_analyse(tables: dict, why=None) -> CheckpointError:
     return CheckpointError(message)
 
 
-def attention_heads(args: dict, side: str):
-    """The number of self-attention heads the checkpoint records for a side, or None."""
-    heads = args.get(f"{side}_attention_heads") or _get(args.get(side), "attention_heads")
-    return int(heads) if heads else None
-
-
 def first_layer_attention(ckpt: dict, side: str):
     """``(w_q, w_k, heads, scaling, note)`` of the side's first self-attention layer, or
     ``(None, None, None, None, why)``. ``scaling`` is fairseq's query scaling, head_dim^-1/2."""
@@ -403,7 +249,7 @@ def token_embedding(ckpt: dict, side: str):
     if key is None:
         return None, None, f"no {TOKEN_KEY.format(side=side)}"
     weight = state[key].detach().to(torch.float64)
-    family = model_family(args, state)
+    family = checkpoint_family(args, state)
     if family == "transformer" and not args.get("no_scale_embedding"):
         return weight, math.sqrt(weight.size(1)), "transformer: tokens scaled by sqrt(D)"
     if family == "transformer":
@@ -413,21 +259,3 @@ def token_embedding(ckpt: dict, side: str):
     return weight, 1.0, "unknown family: tokens assumed unscaled"
 
 
-__all__ = [
-    "CheckpointError",
-    "RELATIVE_BIAS_KEY",
-    "attention_heads",
-    "embed_dim",
-    "find_key",
-    "nothing_to_analyse",
-    "PositionTable",
-    "extract_tables",
-    "first_layer_attention",
-    "optimizer_states",
-    "sinusoid_settings",
-    "trained_positions",
-    "load_checkpoint",
-    "model_args",
-    "model_family",
-    "token_embedding",
-]

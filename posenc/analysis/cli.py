@@ -137,7 +137,7 @@ def main(argv=None) -> int:
 
 def _run_sinusoidal(args) -> int:
     from posenc.analysis.analyze import sinusoid_report
-    from posenc.analysis.report import sinusoid_figures, sinusoid_markdown, write_json, write_markdown
+    from posenc.analysis.writeup import sinusoid_figures, sinusoid_markdown, write_json, write_markdown
 
     report, extras = sinusoid_report(args.dim, args.max_len, args.variant, base=args.base,
                                      run_probes=not args.no_probes, folds=args.folds, seed=args.seed)
@@ -152,8 +152,8 @@ def _run_sinusoidal(args) -> int:
 
 def _run_checkpoint(args) -> int:
     from posenc.analysis.analyze import checkpoint_report
-    from posenc.analysis.checkpoint import CheckpointError
-    from posenc.analysis.report import checkpoint_figures, checkpoint_markdown, write_json, write_markdown
+    from posenc.analysis.checkpoint_file import CheckpointError
+    from posenc.analysis.writeup import checkpoint_figures, checkpoint_markdown, write_json, write_markdown
 
     try:
         report, extras = checkpoint_report(args.checkpoint, padding_idx=args.padding_idx, max_len=args.max_len,

@@ -6,8 +6,8 @@ import io
 import os
 
 from posenc.analysis import plots
-from posenc.analysis.report import _clean, _fmt
-from posenc.atomic import write_json_atomic, write_text_atomic
+from posenc.analysis.writeup import fmt, write_json
+from posenc.atomic import write_text_atomic
 
 
 def _csv(rows, columns) -> str:
@@ -33,12 +33,6 @@ def _md_table(rows, columns) -> list:
     return lines
 
 
-def write_json(report: dict, out_dir: str) -> str:
-    path = os.path.join(out_dir, "report.json")
-    write_json_atomic(path, _clean(report))
-    return path
-
-
 # ---------------------------------------------------------------------------------------------
 # bases
 
@@ -53,10 +47,10 @@ def write_bases(report: dict, extras: dict, out_dir: str) -> list:
     report["figures"] = [os.path.basename(fig)]
     write_text_atomic(os.path.join(out_dir, "bases.csv"),
                       _csv(rows, [k for k, _ in COLUMNS if any(k in r for r in rows)]))
-    columns = [(label, (lambda r, k=key: _fmt(r[k]))) for key, label in COLUMNS if any(key in r for r in rows)]
+    columns = [(label, (lambda r, k=key: fmt(r[k]))) for key, label in COLUMNS if any(key in r for r in rows)]
     lines = [f"# What the base of the sinusoid changes, d={d}, N={n}, `{v}` layout", "",
              f"Rows PE(0)..PE({n - 1}) for each base b (wavelengths 2*pi .. ~2*pi*b). Every base gives the norm "
-             f"sqrt(d/2) = {_fmt(report['norm'])} at every position and exact translation invariance of the dot "
+             f"sqrt(d/2) = {fmt(report['norm'])} at every position and exact translation invariance of the dot "
              f"product; what changes is below.", ""]
     lines += _md_table(rows, columns)
     lines += ["", "Columns. *Pairs with wavelength > N*: sin/cos pairs that never complete a period inside the table. "
@@ -84,7 +78,7 @@ SCATTER_PANELS = (("dot_translation_invariance", "translation invariance (dot)")
 def _side_cell(prefix):
     def probe(r):
         mae, chance = r.get(f"{prefix}_abs_position_mae"), r.get(f"{prefix}_abs_position_chance_mae")
-        return "n/a" if mae is None else f"{_fmt(mae, 3)} ({_fmt(chance, 3)})"
+        return "n/a" if mae is None else f"{fmt(mae, 3)} ({fmt(chance, 3)})"
 
     def kind(r):
         k = r.get(f"{prefix}_kind")
@@ -92,7 +86,7 @@ def _side_cell(prefix):
         return "n/a" if k is None else (f"{k} ({n})" if n is not None else k)
 
     def num(col, digits=3):
-        return lambda r: _fmt(r.get(f"{prefix}_{col}"), digits)
+        return lambda r: fmt(r.get(f"{prefix}_{col}"), digits)
 
     return [(f"{prefix}: kind (positions)", kind), (f"{prefix}: norm", num("norm_mean")),
             (f"{prefix}: PE/token norm", num("pe_to_token_norm")),
@@ -129,10 +123,10 @@ def write_sweep(report: dict, rows: list, extras: dict, columns: list, out_dir: 
     report["figures"] = [os.path.basename(f) for f in figures]
     attn = any(r.get(f"{p}_attn_symmetry") is not None for r in rows for p in ("enc", "dec"))
     md_cols = [("cell", lambda r: f"`{r['cell']}`"), ("status", lambda r: r["status"]),
-               ("BLEU", lambda r: _fmt(r["bleu"]))]
+               ("BLEU", lambda r: fmt(r["bleu"]))]
     md_cols += _side_cell("enc") + _side_cell("dec")
     if attn:
-        md_cols += [(f"{p}: attn symmetry", (lambda r, p=p: _fmt(r.get(f"{p}_attn_symmetry"), 3)))
+        md_cols += [(f"{p}: attn symmetry", (lambda r, p=p: fmt(r.get(f"{p}_attn_symmetry"), 3)))
                     for p in ("enc", "dec")]
     bias = any(r.get(f"{p}_bias_summary") for r in rows for p in ("enc", "dec"))
     if bias:

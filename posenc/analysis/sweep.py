@@ -102,7 +102,7 @@ def measure_cell(cell: SweepCell, *, max_len=None, run_probes=True, folds=5, see
     """``(row, report, extras)`` of one cell; ``report`` and ``extras`` are None when nothing
     could be measured (the row's ``note`` says why)."""
     from posenc.analysis.analyze import checkpoint_report
-    from posenc.analysis.checkpoint import CheckpointError
+    from posenc.analysis.checkpoint_file import CheckpointError
 
     record = cell.record or {}
     row = {"cell": cell.dirname, "placement": record.get("placement"), "pe": record.get("pe"),

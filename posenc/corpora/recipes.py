@@ -28,7 +28,6 @@ from .textio import write_lines
 class Download:
     url: str
     filename: str
-    sha256: str | None = None  # None where no official checksum is published
 
 
 SplitFiles = dict[str, dict[str, Path]]  # {split: {lang: raw file}}
@@ -262,7 +261,7 @@ def recipe_raw_files(
         files = {}
         for item in recipe.downloads:
             url = f"{mirror.rstrip('/')}/{item.filename}" if mirror else item.url
-            files[item.filename] = download(url, downloads_dir / item.filename, item.sha256, log)
+            files[item.filename] = download(url, downloads_dir / item.filename, log=log)
         log(f"extracting {recipe.name} ({src}-{tgt})")
         tmp = Path(tempfile.mkdtemp(dir=raw_dir.parent, prefix=f".tmp-{raw_dir.name}-"))
         try:

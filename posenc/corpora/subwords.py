@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import CorpusError
 
-KINDS = ("bpe", "sentencepiece", "none")
+SUBWORD_KINDS = ("bpe", "sentencepiece", "none")
 # What fairseq-generate's --post-process needs to undo each kind.
 POST_PROCESS = {"bpe": "subword_nmt", "sentencepiece": "sentencepiece", "none": ""}
 _PARALLEL_MIN_LINES = 50_000
@@ -26,8 +26,8 @@ class SubwordSettings:
     bpe_min_frequency: int = 2
 
     def check(self) -> None:
-        if self.kind not in KINDS:
-            raise CorpusError(f"data.subword={self.kind!r}: allowed values are {', '.join(KINDS)}")
+        if self.kind not in SUBWORD_KINDS:
+            raise CorpusError(f"data.subword={self.kind!r}: allowed values are {', '.join(SUBWORD_KINDS)}")
         if self.kind != "none" and self.size < 1:
             raise CorpusError(f"data.subword_size={self.size}: must be a positive integer")
 

@@ -28,4 +28,23 @@ def default_sinusoidal_scale(family: str) -> float:
     raise ValueError(f"no default sinusoid scale for model family {family!r}; allowed: fconv, transformer")
 
 
-__all__ = ["FCONV_INIT_STD", "ROPE_BASE", "SINUSOID_BASE", "SINUSOID_VARIANT", "default_sinusoidal_scale"]
+def stock_position_kinds(args):
+    """``(encoder kind, decoder kind)`` the stock Transformer flags ask for: sinusoidal, learned per
+    side under ``--encoder-learned-pos`` / ``--decoder-learned-pos``, none on both sides under
+    ``--no-token-positional-embeddings``. ``args``: a Namespace or a dict."""
+    get = args.get if isinstance(args, dict) else (lambda name: getattr(args, name, None))
+    if get("no_token_positional_embeddings"):
+        return "none", "none"
+    return ("learned" if get("encoder_learned_pos") else "sinusoidal",
+            "learned" if get("decoder_learned_pos") else "sinusoidal")
+
+
+def usable_positions(family: str, max_positions_arg: int, padding_idx: int) -> int:
+    """How many positions a side serves, from its ``--max-source/target-positions``: fconv's
+    argument counts the table's rows, the padding row and the unused one before it included; the
+    Transformer's counts positions."""
+    return max_positions_arg - padding_idx - 1 if family == "fconv" else max_positions_arg
+
+
+__all__ = ["FCONV_INIT_STD", "ROPE_BASE", "SINUSOID_BASE", "SINUSOID_VARIANT", "default_sinusoidal_scale",
+           "stock_position_kinds", "usable_positions"]

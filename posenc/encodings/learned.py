@@ -4,8 +4,6 @@ The two fairseq families lay out and initialise their tables differently, and st
 stock checkpoints depends on matching both, hence one class and two factories.
 """
 
-import math
-
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -52,14 +50,8 @@ def transformer_learned_positions(max_positions_arg: int, embedding_dim: int,
     return table
 
 
-def learned_init_norm(embedding_dim: int, std: float = 0.1) -> float:
-    """Expected norm of a freshly initialised N(0, std) row of width ``embedding_dim``."""
-    return std * math.sqrt(embedding_dim)
-
-
 __all__ = [
     "LearnedPositionalEmbedding",
     "fconv_learned_positions",
-    "learned_init_norm",
     "transformer_learned_positions",
 ]

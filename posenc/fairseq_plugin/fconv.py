@@ -12,6 +12,7 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_
 from fairseq.models.fconv import FConvModel
 
 from posenc.encodings import NoPositionalEmbedding, SinusoidalPositionalEmbedding, fconv_learned_positions
+from posenc.encodings.defaults import usable_positions
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
 from posenc.kinds import FAMILY_KINDS
@@ -22,7 +23,7 @@ STOCK_FCONV_ARCHS = ("fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt
 
 def fconv_positions(kind, stock_table, embed_dim, padding_idx, max_positions_arg, args):
     """The position module of one fconv side; reports the stock learned ``max_positions``."""
-    stock_max = max_positions_arg - padding_idx - 1
+    stock_max = usable_positions("fconv", max_positions_arg, padding_idx)
     if kind == "learned":
         return copy_learned_init(fconv_learned_positions(max_positions_arg, embed_dim, padding_idx), stock_table)
     if kind == "sinusoidal":  # scale and base resolved by fill_fconv_position_defaults

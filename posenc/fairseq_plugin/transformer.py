@@ -16,6 +16,7 @@ from fairseq.models.transformer import TransformerModel
 
 from posenc.encodings import AlibiBias, SinusoidalPositionalEmbedding, T5RelativeBias, transformer_learned_positions
 from posenc.encodings.attention_bias import is_causal, t5_init_std
+from posenc.encodings.defaults import stock_position_kinds
 from posenc.fairseq_plugin.bias_attention import BiasedMultiheadAttention
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
 from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
@@ -25,14 +26,6 @@ from posenc.kinds import ATTENTION_BIAS_KINDS, FAMILY_KINDS, SELF_ATTENTION_KIND
 TRANSFORMER_KINDS = FAMILY_KINDS["transformer"]
 STOCK_TRANSFORMER_ARCHS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
                            "transformer_vaswani_wmt_en_de_big")
-
-
-def stock_position_kinds(args):
-    """What the stock flags ask for: sinusoidal, learned per side, or none on both sides."""
-    if getattr(args, "no_token_positional_embeddings", False):
-        return "none", "none"
-    return ("learned" if getattr(args, "encoder_learned_pos", False) else "sinusoidal",
-            "learned" if getattr(args, "decoder_learned_pos", False) else "sinusoidal")
 
 
 def fill_transformer_position_defaults(args):

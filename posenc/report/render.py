@@ -18,7 +18,7 @@ PLACEMENT_LABEL = {"both": "both (encoder and decoder)", "source": "source (enco
 
 
 # -- cell formatting ------------------------------------------------------------------------
-def mean_sd(mean, sd, digits=2) -> str:
+def mean_sd_text(mean, sd, digits=2) -> str:
     if mean is None:
         return "-"
     return f"{mean:.{digits}f} ± {sd:.{digits}f}" if sd else f"{mean:.{digits}f}"
@@ -92,10 +92,11 @@ def scores_table(report):
     for row in report.rows:
         v = row.values
         body.append(identity_cells(row) + [
-            number(v.get("paper_delta"), digits=1, signed=True), mean_sd(v["valid_ppl"], v["valid_ppl_sd"]),
-            mean_sd(v["bleu"], v["bleu_sd"]), ci_cell(v), delta_cell(v), delta_ci_cell(v), p_seeds_cell(v),
-            verdict_cell(v), p_cell(v), mean_sd(v.get("chrf"), v.get("chrf_sd")), delta_cell(v, "chrf"),
-            verdict_cell(v, "chrf"), mean_sd(v["tok_bleu"], v["tok_bleu_sd"]), seeds_ok_cell(v), str(len(v["not_ok"]))])
+            number(v.get("paper_delta"), digits=1, signed=True), mean_sd_text(v["valid_ppl"], v["valid_ppl_sd"]),
+            mean_sd_text(v["bleu"], v["bleu_sd"]), ci_cell(v), delta_cell(v), delta_ci_cell(v), p_seeds_cell(v),
+            verdict_cell(v), p_cell(v), mean_sd_text(v.get("chrf"), v.get("chrf_sd")), delta_cell(v, "chrf"),
+            verdict_cell(v, "chrf"), mean_sd_text(v["tok_bleu"], v["tok_bleu_sd"]), seeds_ok_cell(v),
+            str(len(v["not_ok"]))])
     return headers, body
 
 
@@ -107,13 +108,13 @@ def length_table(report):
     for row in report.rows:
         v = row.values
         cells = identity_cells(row) + [number(v.get(f"bleu_len_{label}")) for label in report.bucket_labels]
-        cells.append(mean_sd(v["bleu"], v["bleu_sd"]))
+        cells.append(mean_sd_text(v["bleu"], v["bleu_sd"]))
         if report.has_long:
             long_ = "_test_long"
-            cells += [mean_sd(v["bleu_test_long"], v["bleu_test_long_sd"]), delta_cell(v, "bleu", long_),
+            cells += [mean_sd_text(v["bleu_test_long"], v["bleu_test_long_sd"]), delta_cell(v, "bleu", long_),
                       delta_ci_cell(v, "bleu", long_), verdict_cell(v, "bleu", long_), p_cell(v, long_),
-                      mean_sd(v.get("chrf_test_long"), v.get("chrf_test_long_sd")),
-                      mean_sd(v["tok_bleu_test_long"], v["tok_bleu_test_long_sd"])]
+                      mean_sd_text(v.get("chrf_test_long"), v.get("chrf_test_long_sd")),
+                      mean_sd_text(v["tok_bleu_test_long"], v["tok_bleu_test_long_sd"])]
         body.append(cells)
     return headers, body
 
@@ -309,9 +310,9 @@ def side_by_side(reports):
                 cells += ["-", "-", "not in this sweep"] + (["-"] if has_long else [])
                 continue
             v = row.values
-            cells += [mean_sd(v["bleu"], v["bleu_sd"]), delta_cell(v), verdict_cell(v)]
+            cells += [mean_sd_text(v["bleu"], v["bleu_sd"]), delta_cell(v), verdict_cell(v)]
             if has_long:
-                cells.append(mean_sd(v.get(field("bleu", "test_long")), v.get("bleu_test_long_sd")))
+                cells.append(mean_sd_text(v.get(field("bleu", "test_long")), v.get("bleu_test_long_sd")))
         body.append(cells)
     return headers, body
 

@@ -1,31 +1,30 @@
 """Writing ``report.json``, ``report.md`` and the PNG figures into the output directory."""
 
-import json
 import math
 import os
 
 from posenc.analysis import plots
 from posenc.analysis.values import plot_dimensions
+from posenc.atomic import write_json_atomic
 
 
-def _clean(obj):
+def json_ready(obj):
     """JSON-ready: NaN and infinities become null; tensors and numpy scalars become numbers."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): json_ready(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [json_ready(v) for v in obj]
     if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
-        return _clean(obj.tolist())
+        return json_ready(obj.tolist())
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     return obj
 
 
 def write_json(report: dict, out_dir: str) -> str:
+    """``report.json`` in ``out_dir``, written atomically: every posenc-pe command's one writer."""
     path = os.path.join(out_dir, "report.json")
-    with open(path, "w") as fh:
-        json.dump(_clean(report), fh, indent=1, allow_nan=False)
-        fh.write("\n")
+    write_json_atomic(path, json_ready(report))
     return path
 
 
@@ -34,13 +33,13 @@ def _compare_row(label, get, records: dict, names) -> str:
     vals = []
     for name in names:
         try:
-            vals.append(_fmt(get(records[name])))
+            vals.append(fmt(get(records[name])))
         except (KeyError, TypeError):
             vals.append("n/a")
     return f"| {label} | " + " | ".join(vals) + " |"
 
 
-def _fmt(x, digits=4):
+def fmt(x, digits=4):
     if x is None:
         return "n/a"
     if isinstance(x, bool):
@@ -116,13 +115,13 @@ def sinusoid_markdown(report: dict) -> str:
     row("least squares M(k), full DxD: max diff from closed form",
         lambda r: max(f["full"]["max_abs_diff_from_closed_form"] for f in r["relative"]["lstsq"]))
     row("table rank (of D) / condition number", lambda r: f"{r['relative']['lstsq'][0]['full']['table_rank']} / "
-        f"{_fmt(r['relative']['lstsq'][0]['full']['condition_number'])}")
+        f"{fmt(r['relative']['lstsq'][0]['full']['condition_number'])}")
     row("3.2 wavelength min..max",
-        lambda r: f"{_fmt(r['values']['wavelength_min'])} .. {_fmt(r['values']['wavelength_max'])}")
+        lambda r: f"{fmt(r['values']['wavelength_min'])} .. {fmt(r['values']['wavelength_max'])}")
     row("3.3 norm mean (sqrt(d/2) expected)",
-        lambda r: f"{_fmt(r['scale']['norm_mean'])} ({_fmt(r['scale']['norm_expected'])})")
+        lambda r: f"{fmt(r['scale']['norm_mean'])} ({fmt(r['scale']['norm_expected'])})")
     row("3.3 norm std", lambda r: r["scale"]["norm_std"])
-    row("3.3 value range", lambda r: f"{_fmt(r['scale']['value_min'])} .. {_fmt(r['scale']['value_max'])}")
+    row("3.3 value range", lambda r: f"{fmt(r['scale']['value_min'])} .. {fmt(r['scale']['value_max'])}")
     row("3.3 PE norm / token norm (transformer init x sqrt(d))",
         lambda r: r["scale"]["init_tokens"]["transformer"]["pe_to_token_norm_ratio"])
     row("3.3 PE norm / token norm (fconv init, unscaled)",
@@ -136,21 +135,21 @@ def _property_rows(row, attention=False):
     row("dot product: translation invariance", lambda r: r["properties"]["translation_invariance"])
     row("dot product: monotonicity (all offsets)", lambda r: r["properties"]["monotonicity"])
     row("dot product: monotonicity (offsets <= 16)", lambda r: r["properties"]["monotonicity_local16"])
-    row("dot product: symmetry", lambda r: f"{_fmt(r['properties']['symmetry'])} (holds by construction)")
+    row("dot product: symmetry", lambda r: f"{fmt(r['properties']['symmetry'])} (holds by construction)")
     if attention:
         def att(key):
             return lambda r: r["attention_logit_properties"]["mean_over_heads"][key]
 
         def per_head(key):
-            return lambda r: " / ".join(_fmt(h[key], 3) for h in r["attention_logit_properties"]["per_head"])
+            return lambda r: " / ".join(fmt(h[key], 3) for h in r["attention_logit_properties"]["per_head"])
 
         row("layer-0 attention logits: heads", lambda r: r["attention_logit_properties"]["heads"])
         for key, label in (("translation_invariance", "translation invariance"), ("monotonicity", "monotonicity"),
                            ("monotonicity_local16", "monotonicity (offsets <= 16)"), ("symmetry", "symmetry")):
             row(f"layer-0 attention logits: {label}, mean over heads", att(key))
             row(f"layer-0 attention logits: {label}, per head", per_head(key))
-    row("probe: absolute position MAE (chance)", lambda r: f"{_fmt(r['probes']['absolute_position']['mae'])} "
-        f"({_fmt(r['probes']['absolute_position']['chance_mae'])})")
+    row("probe: absolute position MAE (chance)", lambda r: f"{fmt(r['probes']['absolute_position']['mae'])} "
+        f"({fmt(r['probes']['absolute_position']['chance_mae'])})")
     row("probe: relative order error, held-out positions (chance 0.5)",
         lambda r: r["probes"]["relative_order"]["error"])
     row("probe: relative order error, random pair split (misleading)",
@@ -229,11 +228,11 @@ def _bias_markdown(side: str, b: dict) -> list:
     if b["learned"]:
         w = b.get("weight", {})
         what = (f"learned T5 bias `{b['source']}` ({b['settings']['num_buckets']} buckets x {b['heads']} heads, "
-                f"max_distance {b['settings']['max_distance']}); weight std {_fmt(w.get('std'))} against its "
-                f"initial std {_fmt(w.get('init_std'))} (ratio {_fmt(w.get('std_over_init'))})")
+                f"max_distance {b['settings']['max_distance']}); weight std {fmt(w.get('std'))} against its "
+                f"initial std {fmt(w.get('init_std'))} (ratio {fmt(w.get('std_over_init'))})")
     else:
         what = ("ALiBi, fixed: no learned parameters, bias = -slope_h * |distance|, slopes "
-                + ", ".join(_fmt(x) for x in b["slopes"]))
+                + ", ".join(fmt(x) for x in b["slopes"]))
     far, forward = b["far"], not b["causal"]
     lines = [f"### {side}: {kind}", "",
              f"{what}. {'Causal' if b['causal'] else 'Bidirectional'}: distances d = key - query over "
@@ -250,7 +249,7 @@ def _bias_markdown(side: str, b: dict) -> list:
     for h in b["per_head"]:
         falls = " / ".join(f"{name}: {'yes' if h[key] else 'no'}" for name, key in (("back", "falls_back"),
                            ("forward", "falls_forward")) if h[key] is not None)
-        lines.append("| " + " | ".join([_fmt(h[key]) for _, key in columns] + [falls, h["locality"]]) + " |")
+        lines.append("| " + " | ".join([fmt(h[key]) for _, key in columns] + [falls, h["locality"]]) + " |")
     if b.get("notes"):
         lines += ["", "Notes: " + "; ".join(b["notes"]) + "."]
     return lines
@@ -298,20 +297,20 @@ def _table_markdown(report: dict, names: list) -> list:
     row("source", lambda r: r["source"])
     row("positions analysed", lambda r: r["positions"])
     row("dimension", lambda r: r["dim"])
-    row("norm mean / std", lambda r: f"{_fmt(r['scale']['norm_mean'])} / {_fmt(r['scale']['norm_std'])}")
-    row("value range", lambda r: f"{_fmt(r['scale']['value_min'])} .. {_fmt(r['scale']['value_max'])}")
+    row("norm mean / std", lambda r: f"{fmt(r['scale']['norm_mean'])} / {fmt(r['scale']['norm_std'])}")
+    row("value range", lambda r: f"{fmt(r['scale']['value_min'])} .. {fmt(r['scale']['value_max'])}")
     row("trained token norm (as added)", lambda r: r["scale"]["trained_tokens"]["token_norm_mean"])
     row("PE norm / trained token norm", lambda r: r["scale"]["trained_tokens"]["pe_to_token_norm_ratio"])
     row("positions training reached", lambda r: r["trained_positions"])
-    row("sinusoid variant / base / scale", lambda r: f"{r['settings']['variant']} / {_fmt(r['settings']['base'])} / "
-        f"{_fmt(r['settings']['scale'])}")
+    row("sinusoid variant / base / scale", lambda r: f"{r['settings']['variant']} / {fmt(r['settings']['base'])} / "
+        f"{fmt(r['settings']['scale'])}")
     row("dominant period median", lambda r: r["dominant_period"]["median"])
     _property_rows(row, attention=any("attention_logit_properties" in t for t in T.values()))
     if "comparison" in report:
         c = report["comparison"]
         lines += ["", f"Encoder vs decoder over {c['positions_compared']} positions: mean cosine of the two rows of a "
-                  f"position {_fmt(c['rowwise_cosine_mean'])}; correlation of their cosine-similarity matrices "
-                  f"{_fmt(c['cosine_structure_correlation'])}."]
+                  f"position {fmt(c['rowwise_cosine_mean'])}; correlation of their cosine-similarity matrices "
+                  f"{fmt(c['cosine_structure_correlation'])}."]
     notes = [f"- {s}: {n}" for s, r in T.items() for n in r.get("notes", [])]
     if notes:
         lines += ["", "Notes:"] + notes
