@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+import posenc.cells.keys  # noqa: F401 -- registers ${posenc_keys:...}, which conf/config.yaml names
 from fairseq_tools import fairseq
 
 

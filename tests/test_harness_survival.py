@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from posenc.cells.schema import RUNNING_ERROR
 from posenc.harness.fairseq_logs import hypotheses_by_id
 from posenc.harness.runtime import ALWAYS
 
@@ -102,9 +103,11 @@ def killed_sweep(root):
     wait_for(lambda: (sweep / "multirun.yaml").exists()
              and any(sweep.glob("*generation.beam=5*/checkpoints/checkpoint_last.pt")),
              what="the second cell's first checkpoint")
-    assert (first() / "result.json").exists() and not (second() / "result.json").exists()
+    assert record(first())["status"] == "ok" and record(second())["status"] == "running"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    killed = record(second())  # a cell killed outright says so, never that it failed for no reason
+    assert (killed["status"], killed["error"]) == ("running", RUNNING_ERROR)
     started = time.monotonic()
     while processes_mentioning(str(sweep)) and time.monotonic() - started < 10:
         time.sleep(0.2)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from posenc.cells.plan import planned_cells
 from posenc.harness.parallel import thread_share
-from posenc.report.plan import planned_cells
 from wandb_offline import offline_runs
 
 BIN = Path(sys.executable).parent

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from posenc.report.plan import planned_cells
+from posenc.cells.plan import planned_cells
 
 BIN = Path(sys.executable).parent
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",

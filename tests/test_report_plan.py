@@ -4,7 +4,7 @@ a command-line sweep, a preset, a preset with more swept keys, keys that need '+
 
 import pytest
 
-from posenc.report.plan import override_values, planned_cells
+from posenc.cells.plan import override_values, planned_cells
 from report_fixtures import write_plan
 
 TABLE4 = {"placement": "both,source,target,none", "seed": "1,2,3"}

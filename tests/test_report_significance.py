@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
+from posenc.cells.schema import signature_options
 from posenc.report import buckets
-from posenc.report.significance import Scorer, bleu_options, bootstrap_ci, corpus_bleu, paired_test
+from posenc.report.significance import Scorer, bootstrap_ci, corpus_bleu, paired_test
 from posenc.report.stats import ci95, mean_sd, t975
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets
 
@@ -58,7 +59,7 @@ def test_bleu_options_reproduce_the_signature():
                     {"smooth_method": "add-k", "smooth_value": 2.0, "effective_order": True}):
         signatures = []
         for metric in (BLEU(**options), None):
-            metric = metric or BLEU(**bleu_options(signatures[0]))
+            metric = metric or BLEU(**signature_options(signatures[0]))
             metric.corpus_score(["a small test ."], [["a small test ."]])  # the signature needs a score
             signatures.append(str(metric.get_signature()))
         assert signatures[1] == signatures[0]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from posenc.cells.plan import planned_cells
 from posenc.harness.slurm_job import CANCELLED, PREEMPTED
-from posenc.report.plan import planned_cells
 from test_harness_survival import processes_mentioning
 
 BIN = Path(sys.executable).parent

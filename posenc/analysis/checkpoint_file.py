@@ -30,10 +30,12 @@ def load_checkpoint(path: str) -> dict:
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # any unpickling / format failure becomes one line
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise CheckpointError(f"cannot read {path} as a torch checkpoint ({type(exc).__name__}: {first[:200]})") from None
+        raise CheckpointError(f"cannot read {path} as a torch checkpoint "
+                              f"({type(exc).__name__}: {first[:200]})") from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
         found = f"keys {sorted(map(str, ckpt))[:8]}" if isinstance(ckpt, dict) else type(ckpt).__name__
-        raise CheckpointError(f"{path} is not a fairseq checkpoint: expected a dict with a 'model' state dict, found {found}")
+        raise CheckpointError(f"{path} is not a fairseq checkpoint: expected a dict with a 'model' state dict, "
+                              f"found {found}")
     return ckpt
 
 

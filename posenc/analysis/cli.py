@@ -197,12 +197,13 @@ def _run_bases(args) -> int:
 
 def _run_sweep(args) -> int:
     from posenc.analysis.summary import write_sweep
-    from posenc.analysis.sweep import SweepDirError, columns, init_references, sweep_rows
+    from posenc.analysis.sweep import columns, init_references, sweep_rows
+    from posenc.cells.sweep import SweepError
 
     try:
         rows, reports, extras, notes = sweep_rows(args.sweep_dir, max_len=args.max_len, run_probes=not args.no_probes,
                                                   folds=args.folds, seed=args.seed)
-    except SweepDirError as exc:
+    except SweepError as exc:
         return _fail(str(exc))
     err = _prepare_out(args.out)
     if err:

@@ -1,20 +1,21 @@
 """``posenc-pe sweep``: the position tables of every cell of a sweep, measured the same way, one
 row per cell beside its BLEU.
 
-Reads records and checkpoints only: each cell's ``result.json`` (schema and reader in
-:mod:`posenc.report.records`) and the checkpoint the cell kept, ``checkpoints/checkpoint_best.pt``
-in its own directory. No other file is unpickled. Cells that failed, kept no checkpoint, or never
-reported (planned in Hydra's ``multirun.yaml`` but without a record) are rows too, with their
-status, never dropped.
+Reads records and checkpoints only: the sweep as :mod:`posenc.cells.sweep` reads it (every
+``result.json`` below it, and the cells its ``multirun.yaml`` planned) and the checkpoint each cell
+kept, ``checkpoints/checkpoint_best.pt`` in its own directory (:mod:`posenc.cells.layout`). No
+other file is unpickled. Cells that failed, kept no checkpoint, or never reported are rows too,
+with their status, never dropped.
 """
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
 
-from posenc.report.records import RESULT_FILE, read_result
+from posenc.cells.layout import BEST, CHECKPOINTS, best_checkpoint
+from posenc.cells.sweep import read_sweep
 
-CHECKPOINT = Path("checkpoints") / "checkpoint_best.pt"
+CHECKPOINT = Path(CHECKPOINTS) / BEST
 SIDES = ("encoder", "decoder")
 SIDE_PREFIX = {"encoder": "enc", "decoder": "dec"}
 
@@ -45,10 +46,6 @@ SIDE_COLUMNS = (
 CELL_COLUMNS = ("cell", "placement", "pe", "seed", "status", "bleu", "valid_ppl", "measured", "note")
 
 
-class SweepDirError(ValueError):
-    """A sweep directory that cannot be read at all; the message is one line."""
-
-
 @dataclass
 class SweepCell:
     dirname: str
@@ -58,44 +55,18 @@ class SweepCell:
     notes: list = field(default_factory=list)
 
 
+WHY = {"missing": "planned in multirun.yaml, no result.json",
+       "unreadable": "its result.json could not be read as a record"}
+
+
 def find_cells(sweep_dir: Path):
-    """``(cells, notes)``: every cell that reported (a ``result.json`` below ``sweep_dir``) and
-    every planned cell that did not, in directory order; ``notes`` says when the plan could not
-    be read (then only the cells that reported are known)."""
-    sweep_dir = Path(sweep_dir)
-    if not sweep_dir.is_dir():
-        raise SweepDirError(f"{sweep_dir}: no such sweep directory")
-    cells = {}
-    for path in sorted(sweep_dir.rglob(RESULT_FILE)):
-        job = path.parent
-        name = str(job.relative_to(sweep_dir))
-        record = read_result(job)
-        cell = SweepCell(name, job, record, str(record.get("status", "unknown")) if record else "unreadable")
-        if record is None:
-            cell.notes.append(f"{path} could not be read as a result record")
-        cells[name] = cell
-    planned, notes = _planned(sweep_dir)
-    for name in planned:
-        if name not in cells:
-            cells[name] = SweepCell(name, sweep_dir / name, None, "missing",
-                                    ["planned in multirun.yaml, no result.json"])
-    if not cells:
-        raise SweepDirError(f"{sweep_dir}: no {RESULT_FILE} below it and no multirun.yaml plan")
-    return [cells[k] for k in sorted(cells)], notes
-
-
-def _planned(sweep_dir: Path):
-    """``(cell directories the sweep's multirun.yaml planned, notes)``."""
-    if not (sweep_dir / "multirun.yaml").exists():
-        return [], ["no multirun.yaml: cells that never reported cannot be named"]
-    try:
-        from posenc.report.plan import planned_cells
-
-        return [c.dirname for c in planned_cells(sweep_dir) or [] if not c.skip_reason], []
-    except Exception as exc:  # a foreign or broken plan must not hide the cells that did report
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        return [], [f"multirun.yaml could not be read ({type(exc).__name__}: {first}); "
-                    "only cells that reported are listed"]
+    """``(cells, notes)``: every cell of the sweep (posenc.cells.sweep: those that reported and
+    those planned that did not), in directory order; ``notes`` says when the plan could not be
+    read (then only the cells that reported are known). SweepError when there is no sweep."""
+    sweep = read_sweep(sweep_dir).require_cells()
+    cells = [SweepCell(name, sweep.dir / name, record, status, [WHY[status]] if status in WHY else [])
+             for name, record, status in sweep.every_cell()]
+    return cells, [sweep.plan_note] if sweep.plan_note else []
 
 
 def measure_cell(cell: SweepCell, *, max_len=None, run_probes=True, folds=5, seed=0):
@@ -112,7 +83,7 @@ def measure_cell(cell: SweepCell, *, max_len=None, run_probes=True, folds=5, see
     if cell.status not in ("ok", "missing", "unreadable"):
         notes.append(f"cell {cell.status}" + (f": {record.get('error')}" if record.get("error") else ""))
     report = extras = None
-    checkpoint = cell.path / CHECKPOINT
+    checkpoint = best_checkpoint(cell.path)
     if cell.status == "missing":
         pass
     elif not checkpoint.is_file():
@@ -201,5 +172,5 @@ def columns() -> list:
     return list(CELL_COLUMNS[:-1]) + [f"{SIDE_PREFIX[s]}_{c}" for s in SIDES for c, _ in SIDE_COLUMNS] + ["note"]
 
 
-__all__ = ["CHECKPOINT", "SweepCell", "SweepDirError", "columns", "find_cells", "init_references", "measure_cell",
+__all__ = ["CHECKPOINT", "SweepCell", "columns", "find_cells", "init_references", "measure_cell",
            "sweep_rows"]

@@ -8,6 +8,10 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
+from posenc.cells.plan import planned_cells
+from posenc.cells.schema import OK, read_result
+from posenc.cells.sweep import read_sweep
+from posenc.confdir import CONF_DIR
 from posenc.corpora import CorpusError
 from posenc.harness import signals, slurm_job
 from posenc.harness.cell import run_cell
@@ -17,8 +21,6 @@ from posenc.harness.progress import CellProgress
 from posenc.harness.records import refused_record, write_result
 from posenc.harness.spec import ConfigError, check_values
 from posenc.kinds import grid_skip_reason
-from posenc.report.plan import planned_cells
-from posenc.report.records import read_result
 
 
 def cell_label(cfg, hydra_cfg, plan) -> str:
@@ -30,16 +32,12 @@ def cell_label(cfg, hydra_cfg, plan) -> str:
 
 def sweep_eta(sweep_dir: Path, cells_left: int):
     """Minutes the rest of the sweep should take, from the cells already finished in it."""
-    durations = [r["cell_wall_s"] for r in (read_result(p.parent) for p in sweep_dir.glob("*/result.json"))
-                 if r and r.get("status") == "ok" and r.get("cell_wall_s")]
+    records = read_sweep(sweep_dir).records
+    durations = [r["cell_wall_s"] for r in records if r.get("status") == OK and r.get("cell_wall_s")]
     return statistics.fmean(durations) * cells_left / 60 if durations else None
 
 
-# conf/ sits at the repo root (an editable install); an absolute path works from any directory.
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
-
-
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def run_job(cfg) -> None:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN

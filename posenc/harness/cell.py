@@ -13,6 +13,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from posenc.atomic import write_json_atomic, write_text_atomic
+from posenc.cells import layout
+from posenc.cells.schema import FAILED, INTERRUPTED, OK, field, read_result, time_capped
 from posenc.corpora import prepare_corpus
 from posenc.harness import resume
 from posenc.harness.commands import commands_script, generate_command, train_command
@@ -32,7 +34,6 @@ from posenc.harness.spec import cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
 from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
 from posenc.report.outputs import cache_statistics
-from posenc.report.records import HYPOTHESES_FILE, read_result, time_capped
 
 
 class IncompleteOutput(RuntimeError):
@@ -42,8 +43,8 @@ class IncompleteOutput(RuntimeError):
 def finished_result(job_dir: Path, cfg):
     """The cell's earlier result if it finished ok with this exact configuration, else None."""
     record = read_result(job_dir)
-    if record and record.get("status") == "ok" and record.get("config_hash") == config_hash(cfg) \
-            and (job_dir / record.get("hypotheses", HYPOTHESES_FILE)).exists():
+    if record and record.get("status") == OK and record.get("config_hash") == config_hash(cfg) \
+            and (job_dir / record.get("hypotheses", layout.HYPOTHESES_FILE)).exists():
         return record
     return None
 
@@ -80,10 +81,11 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
     record = base_record(cfg, spec, job_dir)
     record["corpus"] = prepared.record()
     versions = provenance()
-    write_json_atomic(job_dir / "provenance.json", versions)
+    write_json_atomic(job_dir / layout.PROVENANCE_FILE, versions)
     wandb_run = start_cell_run(cfg, job_dir, record, versions["git_commit"])  # logger=wandb; else does nothing
-    save_dir = job_dir / resume.CHECKPOINTS
-    plan = resume.plan(job_dir, cfg)
+    save_dir = job_dir / layout.CHECKPOINTS
+    plan = resume.plan(job_dir, cfg)  # (starting afresh clears the cell's old result)
+    write_result(job_dir, record)  # running: a cell killed outright is seen as such, never as a finished one
     if plan.message:
         progress.say(plan.message)
     if limits.note and plan.action != "score":
@@ -91,9 +93,9 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
     train_argv = train_command(prepared.bin_dir, save_dir, spec, cfg,
                                OmegaConf.to_container(cfg.budget.optim[spec.family]))
     splits = ["test"] + (["test_long"] if cfg.generation.test_long and "test_long" in prepared.subsets else [])
-    generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / resume.BEST, prepared.subsets[split],
+    generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / layout.BEST, prepared.subsets[split],
                                               prepared.remove_bpe, cfg) for split in splits}
-    write_text_atomic(job_dir / "commands.sh", commands_script(job_dir, env, train_argv, generate_argvs))
+    write_text_atomic(job_dir / layout.COMMANDS_FILE, commands_script(job_dir, env, train_argv, generate_argvs))
     phase = "fairseq-train"
     try:
         training = plan.training if plan.action == "score" else \
@@ -104,32 +106,31 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
             phase = f"fairseq-generate ({split})"
             generate_started = time.monotonic()
             scores = generate_and_score(split, argv, prepared, job_dir, limits.other_s, env)
-            suffix = "" if split == "test" else f"_{split}"
-            record.update({f"{k}{suffix}": v for k, v in scores.items()})
-            record[f"generate_wall_s{suffix}"] = round(time.monotonic() - generate_started, 1)
-        record["status"] = "ok"
+            record.update({field(k, split): v for k, v in scores.items()})
+            record[field("generate_wall_s", split)] = round(time.monotonic() - generate_started, 1)
+        record.update(status=OK, error="")
         progress.say(f"BLEU {record['bleu']:.2f} (tokenized {record['tok_bleu']:.2f}) "
                      f"| valid ppl {record['valid_ppl']:.2f}")
     except (StepFailed, IncompleteOutput) as err:
-        record["error"] = str(err)
+        record.update(status=FAILED, error=str(err))
     except StopRequested as stop:
         STOP.cause = stop_cause(stop.signum)
-        record.update(status="interrupted", error=interrupted_reason(STOP.cause, phase, job_dir))
+        record.update(status=INTERRUPTED, error=interrupted_reason(STOP.cause, phase, job_dir))
         stuck = no_progress(job_dir) if phase == "fairseq-train" and requeues(STOP.cause) else ""
         if stuck:  # a requeue would start where this run did: fail instead of looping until the requeues run out
-            record.update(status="failed", error=f"{STOP.cause.split(':')[0]}, but {stuck}; not requeued")
+            record.update(status=FAILED, error=f"{STOP.cause.split(':')[0]}, but {stuck}; not requeued")
     except Exception as err:  # recorded, never lost: the traceback goes to error.log
-        record["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
-        write_text_atomic(job_dir / "error.log", traceback.format_exc())
-    finally:
-        if record["status"] == "ok":  # an unfinished cell keeps every checkpoint, to resume from
+        record.update(status=FAILED, error=f"{type(err).__name__}: {err}".splitlines()[0])
+        write_text_atomic(job_dir / layout.ERROR_LOG, traceback.format_exc())
+    finally:  # anything else (SystemExit, KeyboardInterrupt) leaves the record running, with its reason
+        if record["status"] == OK:  # an unfinished cell keeps every checkpoint, to resume from
             tidy_checkpoints(save_dir, cfg.keep_checkpoints)
         record["cell_wall_s"] = round(time.monotonic() - started, 1)
         write_result(job_dir, record)
         wandb_run.finish(record)
-    if record["status"] == "interrupted":
+    if record["status"] == INTERRUPTED:
         progress.say(f"INTERRUPTED: {record['error']}")
-    elif record["status"] != "ok":
+    elif record["status"] != OK:
         progress.say(f"FAILED: {record['error']}")
     return record
 
@@ -137,7 +138,7 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
 def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line) -> dict:
     """fairseq-train, fresh or resumed from ``checkpoint_last.pt`` (fairseq's own restore; the log
     is appended to). Returns the training's fields of the record."""
-    log = job_dir / "train.log"
+    log = job_dir / layout.TRAIN_LOG
     resume.begin_training(job_dir, cfg)
     progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
     started = time.monotonic()
@@ -146,7 +147,7 @@ def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resum
     finally:
         wall = resume.add_training_time(job_dir, time.monotonic() - started)
     training = training_fields(log.read_text(encoding="utf-8", errors="replace").splitlines())
-    if training["valid_ppl"] is None or not resume.intact(job_dir / resume.CHECKPOINTS / resume.BEST):
+    if training["valid_ppl"] is None or not resume.intact(layout.best_checkpoint(job_dir)):
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
     training["train_wall_s"] = wall
     if time_capped(training):
@@ -158,7 +159,7 @@ def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resum
 
 
 def _train_log(job_dir: Path) -> list:
-    log = job_dir / "train.log"
+    log = job_dir / layout.TRAIN_LOG
     return log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
 
 
@@ -195,7 +196,7 @@ def each_line(*callbacks):
 
 
 def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, env: dict) -> dict:
-    log = job_dir / f"generate-{split}.log"
+    log = job_dir / layout.generate_log(split)
     run_step("fairseq-generate", argv, log, timeout_s, env=env)
     by_id = hypotheses_by_id(log.read_text(encoding="utf-8", errors="replace").splitlines())
     expected = prepared.test_sizes[split]
@@ -205,16 +206,18 @@ def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, e
     tokenized = [by_id[i] for i in range(expected)]
     detokenized = prepared.detokenize(tokenized)
     references = prepared.references(split)
-    bleu, signature = detokenized_bleu(detokenized, references, lowercase=prepared.lowercased)
+    bleu, signature, options = detokenized_bleu(detokenized, references, lowercase=prepared.lowercased)
     tok_bleu = tokenized_bleu(tokenized, prepared.tokenize(references), lowercase=prepared.lowercased)
     chrf, chrf_signature = detokenized_chrf(detokenized, references, lowercase=prepared.lowercased)
-    name = HYPOTHESES_FILE if split == "test" else f"hypotheses.{split}.txt"
+    name = layout.hypotheses_file(split)
     write_text_atomic(job_dir / name, "".join(line + "\n" for line in detokenized))
-    write_text_atomic(job_dir / name.replace(".txt", ".tok.txt"), "".join(line + "\n" for line in tokenized))
+    write_text_atomic(job_dir / layout.hypotheses_file(split, tokenized=True),
+                      "".join(line + "\n" for line in tokenized))
     for metric, metric_signature in (("bleu", signature), ("chrf", chrf_signature)):  # the table reads them
         cache_statistics(job_dir, name, detokenized, references, prepared.cache_key, split, metric_signature, metric)
-    return {"bleu": round(bleu, 2), "bleu_signature": signature, "tok_bleu": round(tok_bleu, 2),
-            "chrf": round(chrf, 2), "chrf_signature": chrf_signature, "test_sentences": expected, "hypotheses": name}
+    return {"bleu": round(bleu, 2), "bleu_signature": signature, "bleu_options": options,
+            "tok_bleu": round(tok_bleu, 2), "chrf": round(chrf, 2), "chrf_signature": chrf_signature,
+            "test_sentences": expected, "hypotheses": name}
 
 
 def tidy_checkpoints(save_dir: Path, keep: str) -> None:
@@ -224,5 +227,5 @@ def tidy_checkpoints(save_dir: Path, keep: str) -> None:
         shutil.rmtree(save_dir, ignore_errors=True)
         return
     for path in save_dir.glob("checkpoint*.pt"):
-        if path.name != "checkpoint_best.pt":
+        if path.name != layout.BEST:
             path.unlink(missing_ok=True)

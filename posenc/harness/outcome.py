@@ -1,14 +1,15 @@
 """How a sweep ended, in one line, and the exit status that says the same:
 ``12 cells: 11 ok, 1 failed: lr=1e9,placement=both,seed=1 (loss is inf at update 3)``.
 
-Counted from the sweep directory (the plan in Hydra's ``multirun.yaml`` and each cell's
-``result.json``), so it holds whichever launcher ran the cells and in whichever processes.
+Counted from the sweep directory as every reader sees it (``posenc.cells.sweep``: the plan in
+Hydra's ``multirun.yaml`` and each cell's ``result.json``), so it holds whichever launcher ran the
+cells and in whichever processes.
 """
 
 from pathlib import Path
 
-from posenc.report.plan import planned_cells
-from posenc.report.records import RESULT_FILE, read_result, time_capped
+from posenc.cells.schema import INTERRUPTED, OK, RUNNING, time_capped
+from posenc.cells.sweep import read_sweep
 
 # The exit status of the sweep, set when it ends (Hydra's on_multirun_end) and used by posenc-run.
 SWEEP_EXIT = {"status": 0}
@@ -28,43 +29,46 @@ def summarize(sweep_dir: Path, interrupted_by: int = 0):
     """``(line, exit status)`` for the sweep in ``sweep_dir``: 0 when every planned cell is ok
     (or skipped by design), 1 when any failed or never reported, ``interrupted_by`` (128 + the
     signal) when this run was stopped by a signal."""
-    sweep_dir = Path(sweep_dir)
-    plan = planned_cells(sweep_dir)
-    if plan is None:  # no multirun.yaml: whatever reported
-        cells = [(p.parent.name, {"cell": p.parent.name}, "") for p in sorted(sweep_dir.glob(f"*/{RESULT_FILE}"))]
-    else:
-        cells = [(c.dirname, c.values, c.skip_reason) for c in plan]
-    keys = {k for _, values, _ in cells for k in values}
-    varying = {k for k in keys if len({str(values.get(k)) for _, values, _ in cells}) > 1}
-    ok, skipped, failed, interrupted, missing, capped = 0, 0, [], [], [], []
-    for dirname, values, skip in cells:
+    sweep = read_sweep(Path(sweep_dir))
+    if sweep.planned:
+        cells = sweep.plan_values
+    else:  # no plan: whatever reported
+        cells = {name: {"cell": name} for name, _, _ in sweep.every_cell()}
+    records = {c.name: c.record for c in sweep.cells}
+    unreadable = {name for name, _ in sweep.unreadable}
+    skipped = {name for name, _ in sweep.skipped}
+    keys = {k for values in cells.values() for k in values}
+    varying = {k for k in keys if len({str(values.get(k)) for values in cells.values()}) > 1}
+    ok, failed, interrupted, running, missing, capped = 0, [], [], [], [], []
+    for name, values in cells.items():
         label = _label(values, varying)
-        if skip:
-            skipped += 1
+        record = records.get(name)
+        if name in skipped:
             continue
-        path = sweep_dir / dirname / RESULT_FILE
-        record = read_result(sweep_dir / dirname)
         if record is None:
-            missing.append(f"{label} (result.json unreadable)" if path.exists() else label)
-        elif record.get("status") == "ok":
+            missing.append(f"{label} (result.json unreadable)" if name in unreadable else label)
+        elif record.get("status") == OK:
             ok += 1
             if time_capped(record):
                 capped.append(label)
-        elif record.get("status") == "interrupted":
+        elif record.get("status") == INTERRUPTED:
             interrupted.append(label)
+        elif record.get("status") == RUNNING:
+            running.append(label)
         else:
             failed.append(f"{label} ({_short(record.get('error', ''))})")
-    total = len(cells) - skipped
+    total = len(cells) - len(skipped & set(cells))
     parts = [f"{ok} ok" + (f" ({len(capped)} stopped at the time cap: {'; '.join(capped)})" if capped else "")]
-    for word, items in (("failed", failed), ("interrupted", interrupted), ("not run", missing)):
+    for word, items in (("failed", failed), ("interrupted", interrupted),
+                        ("still running or killed outright", running), ("not run", missing)):
         if items:
             parts.append(f"{len(items)} {word}: " + "; ".join(items))
-    if skipped:
-        parts.append(f"{skipped} skipped by design")
+    if skipped & set(cells):
+        parts.append(f"{len(skipped & set(cells))} skipped by design")
     line = f"{total} cells: " + ", ".join(parts)
     if interrupted_by:
         status = interrupted_by
-    elif failed or interrupted or missing:
+    elif failed or interrupted or running or missing:
         status = 1
     else:
         status = 0

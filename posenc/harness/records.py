@@ -1,4 +1,4 @@
-"""Writing a cell's ``result.json``; the record's schema lives in ``posenc.report.records``."""
+"""Writing a cell's ``result.json``; the record's schema lives in ``posenc.cells.schema``."""
 
 import hashlib
 import json
@@ -7,12 +7,9 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from posenc.atomic import write_json_atomic
-from posenc.report.records import RESULT_FILE
-
-# Keys that never change a cell's outcome: Hydra's own node, how a run is shown or logged (W&B or
-# not), where the cache is, how the machine is used (runtime: thread counts, OpenMP waiting), redo
-# (run it again), and the hard safety limit of a step (a step it stops fails; no result changes).
-NOT_OUTCOME = ("hydra", "progress", "paths", "logger", "runtime", "redo", "budget.step_timeout_min")
+from posenc.cells.keys import NOT_OUTCOME
+from posenc.cells.layout import RESULT_FILE
+from posenc.cells.schema import new_record
 
 
 def config_hash(cfg, ignore=()) -> str:
@@ -33,18 +30,12 @@ def config_hash(cfg, ignore=()) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _record(identity: dict, job_dir: Path, error: str = "") -> dict:
-    """A cell's record before it has any outcome: its identity, status failed, every score empty."""
-    return {**identity, "status": "failed", "error": error, "bleu": None, "bleu_signature": "", "tok_bleu": None,
-            "chrf": None, "valid_ppl": None, "test_sentences": None, "num_updates": None, "train_wall_s": None,
-            "hypotheses": "", "job_dir": str(job_dir)}
-
-
 def base_record(cfg, spec, job_dir: Path) -> dict:
-    return {**_record({"experiment": cfg.experiment_name, "model": cfg.model.name, "data": cfg.data.name,
-                       "pe": cfg.pe, "placement": cfg.placement, "encoder_pos": spec.encoder_pos,
-                       "decoder_pos": spec.decoder_pos, "seed": int(cfg.seed)}, job_dir),
-            "config_hash": config_hash(cfg), "resumed_from_update": 0}
+    """A cell's record as it starts: ``running``, its identity, no scores yet."""
+    identity = {"experiment": cfg.experiment_name, "model": cfg.model.name, "data": cfg.data.name, "pe": cfg.pe,
+                "placement": cfg.placement, "encoder_pos": spec.encoder_pos, "decoder_pos": spec.decoder_pos,
+                "seed": int(cfg.seed)}
+    return {**new_record(identity, job_dir, spec.family), "config_hash": config_hash(cfg), "resumed_from_update": 0}
 
 
 def refused_record(cfg, job_dir: Path, error: str) -> dict:
@@ -54,7 +45,7 @@ def refused_record(cfg, job_dir: Path, error: str) -> dict:
     identity = {"experiment": get("experiment_name"), "model": get("model.name"), "data": get("data.name"),
                 "pe": get("pe"), "placement": get("placement"), "encoder_pos": "", "decoder_pos": "",
                 "seed": get("seed")}
-    return {**_record(identity, job_dir, error), "resumed_from_update": 0}
+    return {**new_record(identity, job_dir, get("model.family"), error), "resumed_from_update": 0}
 
 
 def write_result(job_dir: Path, record: dict) -> None:

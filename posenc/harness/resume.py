@@ -22,18 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from posenc.atomic import copy_atomic, write_json_atomic
+from posenc.cells.keys import NOT_TRAINING
+from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, LAST, RESULT_FILE, STATE_FILE, TRAIN_LOG
 from posenc.harness.fairseq_logs import NEW_RUN, training_fields
 from posenc.harness.records import config_hash
-from posenc.report.records import HYPOTHESES_FILE, RESULT_FILE
 from posenc.trainer_stop import STOPPED_MARK
 
-STATE_FILE = "state.json"
-CHECKPOINTS = "checkpoints"
-LAST = "checkpoint_last.pt"
-BEST = "checkpoint_best.pt"
-# Keys that do not change what training produces: changing them keeps a cell's checkpoints
-# (a new beam size rescores the trained model; it does not retrain it).
-NOT_TRAINING = ("generation", "keep_checkpoints", "logger", "experiment_name", "skip_impossible")
 _INTERVAL = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
 
 
@@ -112,7 +106,7 @@ def finished_in_log(job_dir: Path):
     """The training fields of the record when the last fairseq-train run in ``train.log`` ended
     normally (``done training``), else None. (Resuming a finished training would not be a no-op:
     fairseq trains one more update before it checks its caps.)"""
-    log = Path(job_dir) / "train.log"
+    log = Path(job_dir) / TRAIN_LOG
     if not log.exists():
         return None
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()

@@ -34,11 +34,11 @@ from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as HydraSlurmLauncher
 from omegaconf import OmegaConf
 
+from posenc.cells.plan import override_values
+from posenc.cells.schema import read_result
 from posenc.harness.lock import running_job
 from posenc.harness.records import write_result
 from posenc.harness.signals import STOP
-from posenc.report.plan import override_values
-from posenc.report.records import read_result
 
 log = logging.getLogger(__name__)
 

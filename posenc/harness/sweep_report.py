@@ -8,10 +8,10 @@ from pathlib import Path
 
 from hydra.experimental.callback import Callback
 
+from posenc.cells.sweep import SweepError
 from posenc.harness.outcome import SWEEP_EXIT, summarize
 from posenc.harness.signals import STOP
 from posenc.harness.wandb_run import log_sweep_table
-from posenc.report.sweep import SweepError
 from posenc.report.table import write_sweep_tables
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from posenc.cells.layout import PROVENANCE_FILE, TRAIN_LOG
 from posenc.harness.fairseq_logs import parse_record, wandb_metrics
 from posenc.harness.spec import ConfigError
 
@@ -220,11 +221,11 @@ def log_finished_cell(cfg, job_dir: Path, record: dict) -> None:
     if marker.exists() and marker.read_text(encoding="utf-8").strip() == rid:
         return
     try:
-        git_commit = json.loads((job_dir / "provenance.json").read_text(encoding="utf-8"))["git_commit"]
+        git_commit = json.loads((job_dir / PROVENANCE_FILE).read_text(encoding="utf-8"))["git_commit"]
     except (OSError, ValueError, KeyError):
         git_commit = "unknown"
     run = start_cell_run(cfg, job_dir, record, git_commit)
-    log = job_dir / "train.log"
+    log = job_dir / TRAIN_LOG
     if log.exists():
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
             run.on_train_line(line)

@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from posenc.cells.sweep import SweepError
 from posenc.report.buckets import BucketError, parse_edges
 from posenc.report.power import DEFAULT_EFFECT
 from posenc.report.render import FORMATS, render_reports
 from posenc.report.rows import ReportError, Settings, parse_baseline
 from posenc.report.significance import TESTS
-from posenc.report.sweep import SweepError
 from posenc.report.table import build_reports
 
 

@@ -2,27 +2,21 @@
 the references it was scored against, and BLEU's per-sentence sufficient statistics."""
 
 import hashlib
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import sacrebleu
 
-from posenc.report.significance import Scorer, bleu_options, chrf_options, corpus_bleu
+from posenc.atomic import atomic_file
+from posenc.cells.schema import bleu_options, field, signature_options
+from posenc.report.significance import Scorer, chrf_options, corpus_bleu
 
-SPLITS = ("test", "test_long")
 # Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
 # (posenc-table, a rerun of the sweep) without tokenizing and counting n-grams again.
 STATS_CACHE = ".report-cache"
 # The recorded BLEU is rounded to 2 decimals; a recomputation further off than this is another output.
 REPRODUCE_TOLERANCE = 0.0051
-
-
-def field(name: str, split: str) -> str:
-    """A record's field for a split: ``bleu`` on test, ``bleu_test_long`` on the long split."""
-    return name if split == "test" else f"{name}_{split}"
 
 
 @dataclass(frozen=True)
@@ -73,7 +67,7 @@ def cell_output(cell, split: str, testsets, scorer):
     references = testset.references[split]
     if len(hypotheses) != len(references):
         return None, f"{len(hypotheses)} hypotheses for {len(references)} references"
-    options = bleu_options(str(record.get(field("bleu_signature", split)) or ""))
+    options = bleu_options(record, split)
     array = _statistics(cell.dir, name, path, hypotheses, references, (testset.key, split), options, "bleu", scorer)
     # Records from before chrF++ was recorded have no chrF signature: chrF++ with BLEU's casing.
     chrf_opts = chrf_options(str(record.get(field("chrf_signature", split)) or ""))
@@ -95,7 +89,7 @@ def cache_statistics(cell_dir: Path, name: str, hypotheses, references, testset_
     """Extract and cache an output's per-sentence statistics when it is scored (the harness does,
     once per cell), so that the sweep's table finds them instead of extracting them again.
     ``signature``: the one the record holds for the metric, from which the table rebuilds it."""
-    options = bleu_options(signature) if metric == "bleu" else chrf_options(signature)
+    options = signature_options(signature) if metric == "bleu" else chrf_options(signature)
     _statistics(Path(cell_dir), name, Path(cell_dir) / name, hypotheses, references, (testset_key, split), options,
                 metric, Scorer())
 
@@ -131,18 +125,13 @@ def _load_stats(cell_dir: Path, name: str, key: str, sentences: int, metric: str
 
 
 def _save_stats(cell_dir: Path, name: str, key: str, array: np.ndarray, metric: str) -> None:
-    """Atomically (temp file, rename); a sweep directory that cannot be written just goes uncached."""
+    """Atomically (posenc.atomic); a sweep directory that cannot be written just goes uncached."""
     target = _cache_file(cell_dir, name, key, metric)
     try:
         target.parent.mkdir(exist_ok=True)
         for stale in target.parent.glob(f"{name}.{metric}.*.npy"):
             stale.unlink(missing_ok=True)  # an earlier output of this cell
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        with atomic_file(target) as handle:
+            np.save(handle, array, allow_pickle=False)
     except OSError:
         return
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
-        os.replace(tmp, target)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)

@@ -4,8 +4,6 @@ not describe)."""
 import csv
 from pathlib import Path
 
-from posenc.report.models import model_family
-
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
 CONVS2S = REFERENCE_DIR / "convs2s_table4.csv"
 VASWANI = REFERENCE_DIR / "vaswani2017_table3_e.csv"
@@ -26,20 +24,20 @@ def _read(path: Path, key: str) -> dict:
         return {row[key]: row for row in csv.DictReader(handle)}
 
 
-def paper_numbers(identities) -> list:
-    """For each row identity (a dict with model, pe, placement ...): ``(source, ppl, bleu)`` from
-    the paper that applies, or ``("", "", "")``. V17 needs both kinds in the same comparison, so
-    it looks at all the identities of one sweep together."""
+def paper_numbers(identities, families) -> list:
+    """For each row identity (a dict with model, pe, placement ...) and its model family (as its
+    cells recorded it): ``(source, ppl, bleu)`` from the paper that applies, or ``("", "", "")``.
+    V17 needs both kinds in the same comparison, so it looks at all the identities of one sweep
+    together."""
     convs2s = _read(CONVS2S, "placement")
     vaswani = _read(VASWANI, "pe")
     compared = {}
-    for ident in identities:
-        if model_family(str(ident.get("model"))) == "transformer" and ident.get("placement") == "both":
+    for ident, family in zip(identities, families):
+        if family == "transformer" and ident.get("placement") == "both":
             rest = tuple(sorted((k, str(v)) for k, v in ident.items() if k != "pe"))
             compared.setdefault(rest, set()).add(ident.get("pe"))
     out = []
-    for ident in identities:
-        family = model_family(str(ident.get("model")))
+    for ident, family in zip(identities, families):
         if family == "fconv" and ident.get("pe") == "learned" and ident.get("placement") in convs2s:
             row = convs2s[ident["placement"]]
             out.append(("G17", row["valid_ppl"], row["bleu"]))

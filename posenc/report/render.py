@@ -4,9 +4,10 @@ several sweeps side by side, and the footnotes that say what each number is."""
 import csv
 import io
 
-from posenc.report.outputs import field
+from posenc.cells.layout import RESULT_FILE
+from posenc.cells.plan import PLAN_FILE
+from posenc.cells.schema import field, time_capped
 from posenc.report.power import POWER
-from posenc.report.records import time_capped
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import as_dicts, order_key, verdict_column
 from posenc.report.significance import TESTS
@@ -214,7 +215,9 @@ def status_notes(report) -> list:
                          "epochs; its scores depend on the machine's speed (a rerun with "
                          "budget.max_time_min=0 trains it in full)")
     lines += [f"MISSING {name}: planned, never reported" for name in sweep.missing]
-    lines += [f"UNREADABLE {name}" for name in sweep.unreadable]
+    lines += [f"UNREADABLE {name}/{RESULT_FILE}: {why}" for name, why in sweep.unreadable]
+    if (sweep.dir / PLAN_FILE).exists() and not sweep.planned:
+        lines.append(f"PLAN UNREADABLE: {sweep.plan_note}")
     lines += [f"SKIPPED {name}: {why}" for name, why in sweep.skipped]
     return lines + [f"WARNING {w}" for w in report.warnings]
 

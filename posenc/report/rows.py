@@ -7,11 +7,12 @@ from dataclasses import field as dc_field
 
 import numpy as np
 
+from posenc.cells.schema import SPLITS, family, field, time_capped
+from posenc.cells.sweep import RECORD_KEYS
 from posenc.kinds import KINDS, PLACEMENTS
 from posenc.report import buckets as bucket_mod
 from posenc.report import power as power_mod
-from posenc.report.outputs import SPLITS, cell_output, field
-from posenc.report.records import time_capped
+from posenc.report.outputs import cell_output
 from posenc.report.references import paper_numbers
 from posenc.report.significance import (
     DEFAULT_RESAMPLES,
@@ -23,7 +24,6 @@ from posenc.report.significance import (
     paired_test,
 )
 from posenc.report.stats import ci95, mean_sd
-from posenc.report.sweep import RECORD_KEYS
 from posenc.report.testsets import TestSets
 from posenc.report.verdict import holm, seed_test, verdict
 
@@ -126,7 +126,8 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     for split in splits:
         signature = _significance(rows, split, base_key, base_value, settings) or signature
     edges, labels, sizes = _buckets(rows, settings)
-    for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows])):
+    families = [family(r.cells[0].record) for r in rows]  # as the cells recorded it
+    for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows], families)):
         row.values.update(paper_source=source, paper_ppl=ppl, paper_bleu=bleu)
     _paper_deltas(rows, base_key, base_value)
     if settings.power:
@@ -202,7 +203,7 @@ def _scores(row: Row, has_long: bool) -> None:
 def _significance(rows, split, base_key, base_value, settings):
     """Δ, sacreBLEU's sentence-only p and the verdict over seeds of every row against its baseline
     on one split, for BLEU and chrF++; returns the sentence-only test's signature."""
-    suffix = "" if split == "test" else f"_{split}"
+    suffix = field("", split)
     by_group = {}
     for row in rows:
         rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)

@@ -27,25 +27,6 @@ TESTS = {"bs": "paired bootstrap resampling", "ar": "paired approximate randomiz
 DEFAULT_RESAMPLES = {"bs": 1000, "ar": 10000}   # sacreBLEU's own defaults
 
 
-def bleu_options(signature: str) -> dict:
-    """The ``BLEU(...)`` arguments that reproduce a sacreBLEU signature such as
-    ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``, so a cell is tested with the
-    metric it was scored with."""
-    fields = dict(part.split(":", 1) for part in signature.split("|") if ":" in part)
-    options = {}
-    if fields.get("case") == "lc":
-        options["lowercase"] = True
-    if "tok" in fields:
-        options["tokenize"] = fields["tok"]
-    if fields.get("eff") == "yes":
-        options["effective_order"] = True
-    method, _, value = fields.get("smooth", "exp").partition("[")
-    options["smooth_method"] = method
-    if value:
-        options["smooth_value"] = float(value.rstrip("]"))
-    return options
-
-
 def chrf_options(signature: str) -> dict:
     """The ``CHRF(...)`` arguments that reproduce a chrF signature such as
     ``nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:2.6.0``; an empty one gives chrF++."""

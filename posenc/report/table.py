@@ -6,16 +6,16 @@ import io
 from pathlib import Path
 
 from posenc.atomic import write_text_atomic
-from posenc.report.records import FIELDS
+from posenc.cells.schema import FIELDS
+from posenc.cells.sweep import Sweep, read_sweep
 from posenc.report.render import render_reports
 from posenc.report.rows import Settings, as_dicts, build_report, check_baseline
-from posenc.report.sweep import Sweep, load_sweep
 from posenc.report.testsets import TestSets
 
 
 def build_reports(sweep_dirs, settings: Settings = Settings(), check: bool = False) -> list:
     """One report per sweep directory; ``check``: refuse a baseline no sweep has (a user's choice)."""
-    sweeps = [load_sweep(d) for d in sweep_dirs]
+    sweeps = [read_sweep(d).require_cells() for d in sweep_dirs]
     if check:
         check_baseline(sweeps, settings.baseline)
     # Shared: sweeps on the same corpus read its test set once. A sweep made before records named

@@ -1,20 +1,28 @@
-"""The cells a sweep planned, recomputed from Hydra's ``multirun.yaml`` with Hydra's own logic
-(BasicSweeper's cartesian product of the preset's ``hydra.sweeper.params`` and the command line's
-overrides, the command line winning on the same key; the override_dirname rule), so a cell that
-never reported can be named as missing. Any sweep form plans: a command-line sweep
+"""The cells a sweep planned, recomputed from Hydra's ``multirun.yaml``, so a cell that never
+reported can be named as missing. Any sweep form plans: a command-line sweep
 (``placement=both,none``), a preset, a preset with more swept keys (``experiment=table4
-seed=1,2,3,4``), and keys that need ``+`` (``+model.args.dropout=0.1,0.2``)."""
+seed=1,2,3,4``), and keys that need ``+`` (``+model.args.dropout=0.1,0.2``).
 
+Hydra's public override parser reads the overrides; the two rules Hydra applies to them have no
+public API and are restated here, each as Hydra 1.3 states it: BasicSweeper's cartesian product
+(the preset's ``hydra.sweeper.params`` then the command line's overrides, a later value of a key
+replacing an earlier one in its place) and ``override_dirname`` (the excluded keys dropped, the
+rest's input lines sorted, joined with ``item_sep``, ``=`` replaced by ``kv_sep``).
+``tests/test_report_e2e.py`` holds both to the directories real sweeps made.
+"""
+
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from hydra._internal.config_loader_impl import get_overrides_dirname
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
+from posenc.cells import keys  # noqa: F401 -- registers ${posenc_keys:...}, which a plan's exclude_keys may name
+from posenc.cells.schema import config_family
 from posenc.kinds import grid_skip_reason
-from posenc.report.models import model_family
+
+PLAN_FILE = "multirun.yaml"
 
 
 @dataclass(frozen=True)
@@ -26,7 +34,7 @@ class PlannedCell:
 
 def planned_cells(sweep_dir: Path):
     """Every cell of the sweep in launch order, or None when the sweep has no ``multirun.yaml``."""
-    plan_file = Path(sweep_dir) / "multirun.yaml"
+    plan_file = Path(sweep_dir) / PLAN_FILE
     if not plan_file.exists():
         return None
     cfg = OmegaConf.load(plan_file)
@@ -35,20 +43,35 @@ def planned_cells(sweep_dir: Path):
     params = OmegaConf.to_container(preset) if preset else {}
     arguments = [f"{k}={v}" for k, v in params.items()] + list(cfg.hydra.overrides.task)
     parser = OverridesParser.create()
-    jobs = BasicSweeper.split_arguments(parser.parse_overrides(arguments), None)[0]
     naming = cfg.hydra.job.config.override_dirname
+    exclude = set(naming.exclude_keys)
     parsed = {}  # each distinct "key=value" parsed once: a 1,000-cell sweep has a few dozen
     cells = []
-    for job in jobs:
+    for job in sweep_jobs(parser.parse_overrides(arguments)):
         for element in job:
             if element not in parsed:
                 parsed[element] = parser.parse_overrides([element])[0]
         overrides = [parsed[element] for element in job]
-        dirname = get_overrides_dirname(overrides=overrides, exclude_keys=list(naming.exclude_keys),
-                                        item_sep=naming.item_sep, kv_sep=naming.kv_sep)
+        lines = sorted(o.input_line for o in overrides if o.key_or_group not in exclude)
+        dirname = naming.item_sep.join(lines).replace("=", naming.kv_sep)
         values = {o.key_or_group: o.value() for o in overrides}
         cells.append(PlannedCell(dirname, values, _skip_reason(cfg, values)))
     return cells
+
+
+def sweep_jobs(overrides) -> list:
+    """BasicSweeper's jobs: each job's ``key=value`` strings, the cartesian product of the swept
+    keys in the order the keys first appear (a later override of a key replaces its values)."""
+    choices = {}
+    for override in overrides:
+        key = override.get_key_element()
+        if override.is_sweep_override():
+            if not override.is_discrete_sweep():
+                raise ValueError(f"{key}: only a list of values can be swept here (got {override.input_line})")
+            choices[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            choices[key] = [f"{key}={override.get_value_element_as_str() or ''}"]
+    return [list(job) for job in itertools.product(*choices.values())]
 
 
 def override_values(lines) -> dict:
@@ -60,7 +83,7 @@ def _skip_reason(cfg, values) -> str:
     if not cfg.get("skip_impossible", False):
         return ""
     model = str(values.get("model", cfg.model.name))
-    family = cfg.model.family if model == cfg.model.name else model_family(model)
+    family = cfg.model.family if model == cfg.model.name else config_family(model)
     pe = str(values.get("pe", cfg.pe))
     placement = str(values.get("placement", cfg.placement))
     return grid_skip_reason(family, pe, placement) or ""

@@ -1,0 +1,73 @@
+"""The configuration keys that never change a cell's result, in one annotated list.
+
+Its four users read it from here: the config hash that tells a finished cell from one to run again
+(``posenc.harness.records``), the training hash that keeps a cell's checkpoints
+(``posenc.harness.resume``), Hydra's naming of cell directories (``conf/config.yaml`` reads
+``${posenc_keys:not_naming}``) and the table's rows (``posenc.cells.sweep``).
+"""
+
+from omegaconf import OmegaConf
+
+# Key (top-level or dotted; an override of a dotted key is named by its full key) -> why it never
+# changes a result. Left out of the config hash, of a cell's directory name and of the table's rows.
+NOT_OUTCOME = {
+    "hydra": "Hydra's own node: where files go, how cells are launched",
+    "progress": "a status line per epoch on stderr",
+    "paths": "where the corpus cache is; it is content-addressed, so moving it moves nothing",
+    "paths.cache_dir": "(as paths)",
+    "logger": "logging to W&B or not: the same cell",
+    "logger.project": "(as logger)",
+    "logger.entity": "(as logger)",
+    "logger.mode": "(as logger)",
+    "runtime": "how fairseq's children use the machine: thread counts, OpenMP waiting",
+    "runtime.threads": "(as runtime)",
+    "runtime.omp_wait_policy": "(as runtime)",
+    "redo": "run a finished cell again: the same configuration",
+    "budget.step_timeout_min": "the hard safety limit of one step: a step it stops fails, no score changes",
+}
+
+# Key -> why it changes how a trained model is scored or labelled but not what training produces:
+# changing one keeps the cell's checkpoints (a new beam rescores the trained model).
+NOT_TRAINING = {
+    "generation": "beam, batch size, output length, the long split: scoring only",
+    "keep_checkpoints": "what stays on disk once a cell finished",
+    "experiment_name": "the preset's label in the record",
+    "skip_impossible": "whether a grid sweep leaves out the cells a model cannot do",
+}
+
+# Key -> why it changes a result but never names a cell's directory.
+NOT_NAMING = {
+    "experiment": "the preset: its swept values name the cell themselves",
+    "data.train": "a path: a slash would nest directories, and moving a corpus must not move cells",
+    "data.valid": "(as data.train)",
+    "data.test": "(as data.train)",
+    "data.mirror": "(as data.train)",
+}
+
+# Keys a sweep may vary that are not a row of the table: the seeds of a row, and the preset.
+NOT_A_ROW = {
+    "seed": "a row's seeds are averaged",
+    "experiment": "the preset's own swept keys are the rows",
+}
+
+
+def not_naming() -> list:
+    """Hydra's ``override_dirname.exclude_keys``: every key that does not name a cell."""
+    return [key for key in {**NOT_NAMING, **NOT_OUTCOME} if key != "hydra"]
+
+
+def not_a_row() -> set:
+    return set(NOT_A_ROW) | set(NOT_OUTCOME)
+
+
+RESOLVER = "posenc_keys"
+_LISTS = {"not_naming": not_naming}
+
+
+def register_resolver() -> None:
+    """``${posenc_keys:not_naming}`` in a config: the list above (registered once per process)."""
+    if not OmegaConf.has_resolver(RESOLVER):
+        OmegaConf.register_new_resolver(RESOLVER, lambda name: _LISTS[name]())
+
+
+register_resolver()  # whoever reads a config that names it (posenc-run, the plan reader) has it
