@@ -9,6 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from posenc.harness.commands import flags, train_command
+from posenc.harness.limits import RunLength, run_length
 from posenc.harness.spec import ConfigError, cell_spec
 from posenc.kinds import grid_skip_reason
 
@@ -71,19 +72,83 @@ def test_every_data_config_composes(data):
     assert cfg.data.name == data
 
 
+# What a budget may set: how long a run is and how it is cut (batches, checkpoints), nothing about
+# how the model learns.
+RUN_LENGTH_KEYS = {"name", "max_epoch", "max_update", "max_time_min", "max_tokens", "step_timeout_min",
+                   "save_interval_updates"}
+
+
 @pytest.mark.parametrize("budget", options("budget"))
-def test_every_budget_has_the_caps_and_both_families(budget):
+def test_every_budget_caps_the_run_and_nothing_else(budget):
     cfg = compose_cfg(f"budget={budget}")
     for key in ("max_epoch", "max_update", "max_time_min"):
         assert cfg.budget[key] >= 0
-    assert set(cfg.budget.optim) == {"fconv", "transformer"}
+    assert set(cfg.budget) <= RUN_LENGTH_KEYS, set(cfg.budget) - RUN_LENGTH_KEYS
 
 
-def test_paper_budget_is_the_convs2s_schedule():
-    optim = compose_cfg("budget=paper").budget.optim.fconv
-    assert (optim.optimizer, optim.lr, optim.momentum, optim.clip_norm, optim.lr_shrink, optim.stop_min_lr,
-            optim.dropout) == \
+LENGTH_FLAGS = ("--max-epoch", "--max-update", "--stop-time-hours", "--max-tokens", "--save-interval-updates",
+                "--keep-interval-updates")
+
+
+def without_length(argv):
+    """fairseq-train's command line without the flags a budget sets (and their values)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in LENGTH_FLAGS:
+            skip = True
+        else:
+            out.append(arg)
+    return out
+
+
+@pytest.mark.parametrize("model", options("model"))
+@pytest.mark.parametrize("budget", ["smoke", "paper"])
+def test_a_budget_never_changes_how_the_model_is_trained(model, budget):
+    default, other = compose_cfg(f"model={model}"), compose_cfg(f"model={model}", f"budget={budget}",
+                                                               "budget.max_update=100")
+    assert OmegaConf.to_container(other.optim) == OmegaConf.to_container(default.optim)
+    argvs = [train_command("bin", "ckpt", cell_spec(c), c, dict(c.optim.args)) for c in (default, other)]
+    assert without_length(argvs[0]) == without_length(argvs[1])
+
+
+def test_each_model_config_picks_its_own_optimiser_and_the_command_line_wins():
+    assert compose_cfg().optim.name == "fconv_adam"
+    assert compose_cfg("model=transformer_small").optim.name == "transformer_adam"
+    assert compose_cfg("experiment=table4_transformer").optim.name == "transformer_adam"
+    assert compose_cfg("model=fconv_table4").optim.name == "convs2s"
+    assert compose_cfg("model=transformer_base").optim.name == "vaswani"
+    assert compose_cfg("model=transformer_base", "optim=transformer_adam").optim.name == "transformer_adam"
+
+
+def test_the_convs2s_schedule_is_the_papers_and_ends_at_its_lr_floor():
+    args = compose_cfg("model=fconv_table4").optim.args
+    assert (args.optimizer, args.lr, args.momentum, args.clip_norm, args.lr_shrink, args.stop_min_lr,
+            args.dropout) == \
         ("nag", 0.25, 0.99, 0.1, 0.1, 0.0001, 0.2)
+    assert run_length(compose_cfg("model=fconv_table4", "budget=paper")) == RunLength(0, 0)  # stop_min_lr ends it
+
+
+def test_the_vaswani_schedule_ends_after_the_papers_100k_updates_unless_a_budget_cuts_it():
+    cfg = compose_cfg("model=transformer_base", "budget=paper")
+    args = cfg.optim.args
+    assert (args.adam_betas, args.adam_eps, args.warmup_updates) == ("(0.9, 0.98)", 1e-9, 4000)
+    argv = train_command("bin", "ckpt", cell_spec(cfg), cfg, dict(cfg.optim.args))
+    assert argv[argv.index("--max-update") + 1] == "100000"
+    assert run_length(compose_cfg("model=transformer_base", "budget=smoke")) == RunLength(1, 20)
+
+
+@pytest.mark.parametrize("model", options("model"))
+def test_every_run_ends_or_is_refused_in_one_line(model):
+    cfg = compose_cfg(f"model={model}", "budget=paper")
+    try:
+        length = run_length(cfg)
+    except ConfigError as err:
+        assert "\n" not in str(err) and "nothing ends this run" in str(err) and "budget.max_update" in str(err)
+        assert not cfg.optim.max_update and "stop_min_lr" not in cfg.optim.args
+        return
+    assert length.max_update or float(cfg.optim.args.get("stop_min_lr", 0)) > 0
 
 
 @pytest.mark.parametrize("experiment", options("experiment"))

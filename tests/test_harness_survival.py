@@ -210,7 +210,7 @@ def test_sigterm_to_posenc_run_alone_stops_the_cells_in_its_joblib_workers(root)
 
 def test_a_diverging_cell_fails_alone_and_the_sweep_says_so(root):
     sweep = root / "lr"
-    proc = posenc_run("-m", "budget=smoke", "budget.max_update=6", *SMALL_DATA, "budget.optim.fconv.lr=0.002,1e9",
+    proc = posenc_run("-m", "budget=smoke", "budget.max_update=6", *SMALL_DATA, "optim.args.lr=0.002,1e9",
                       f"hydra.sweep.dir={sweep}", cwd=root, cache=root / "cache")
     assert proc.returncode == 1, proc.stderr[-3000:]
     absurd, sane = next(sweep.glob("*lr=1000000000.0*")), next(sweep.glob("*lr=0.002*"))
@@ -221,7 +221,7 @@ def test_a_diverging_cell_fails_alone_and_the_sweep_says_so(root):
     assert record(sane)["status"] == "ok"
     reason = failed["error"].split(" (log: ")[0]
     assert proc.stdout.strip().splitlines()[-1] == \
-        f"2 cells: 1 ok, 1 failed: budget.optim.fconv.lr=1000000000.0 ({reason})"
+        f"2 cells: 1 ok, 1 failed: optim.args.lr=1000000000.0 ({reason})"
     assert "FAILED" in (sweep / "table.md").read_text() and (sweep / "results.csv").read_text().count("\n") == 3
 
 

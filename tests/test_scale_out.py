@@ -34,7 +34,7 @@ def commands(*overrides):
     cfg = compose_cfg(*overrides)
     check_gpu_settings(cfg)
     spec = cell_spec(cfg)
-    return (train_command("bin", "ckpt", spec, cfg, dict(cfg.budget.optim[spec.family])),
+    return (train_command("bin", "ckpt", spec, cfg, dict(cfg.optim.args)),
             generate_command("bin", "ckpt/checkpoint_best.pt", "test", "", cfg))
 
 

@@ -20,7 +20,7 @@ from posenc.harness import resume
 from posenc.harness.commands import commands_script, generate_command, train_command
 from posenc.harness.failures import non_finite_loss
 from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
-from posenc.harness.limits import step_limits
+from posenc.harness.limits import run_length, step_limits
 from posenc.harness.lock import cell_lock
 from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.progress import CellProgress
@@ -60,6 +60,7 @@ def run_cell(cfg, job_dir: Path, progress: CellProgress, env: dict = None) -> di
     # Everything the harness adds to fairseq's environment; commands.sh exports the same.
     env = {**added_environment(cfg.runtime), **(env or {})}
     limits = step_limits(cfg.budget)
+    run_length(cfg)  # a run nothing ends is refused before any work
     job_dir = Path(job_dir)
     with cell_lock(job_dir, progress.say):
         if cfg.get("redo", False):
@@ -90,8 +91,7 @@ def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) ->
         progress.say(plan.message)
     if limits.note and plan.action != "score":
         progress.say(limits.note)
-    train_argv = train_command(prepared.bin_dir, save_dir, spec, cfg,
-                               OmegaConf.to_container(cfg.budget.optim[spec.family]))
+    train_argv = train_command(prepared.bin_dir, save_dir, spec, cfg, OmegaConf.to_container(cfg.optim.args))
     splits = ["test"] + (["test_long"] if cfg.generation.test_long and "test_long" in prepared.subsets else [])
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / layout.BEST, prepared.subsets[split],
                                               prepared.remove_bpe, cfg) for split in splits}

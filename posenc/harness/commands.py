@@ -4,6 +4,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from posenc.harness.limits import run_length
 from posenc.harness.precision import train_flags, train_program
 
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "fairseq_plugin"
@@ -32,7 +33,9 @@ def flags(options: dict) -> list:
 # No device probing: fairseq uses a GPU when torch sees one and the CPU otherwise (gpus=0 forces
 # the CPU), and the parent process never has to import torch (seconds per cell) to find out.
 def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
+    """``optim``: the fairseq flags of how the model is trained (``optim.args``)."""
     budget = cfg.budget
+    length = run_length(cfg)
     return [
         *train_program(), str(bin_dir),
         "--user-dir", str(PLUGIN_DIR),
@@ -42,8 +45,8 @@ def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
         *flags(dict(cfg.model.args)),
         *flags(optim),
         "--max-tokens", str(budget.max_tokens),
-        "--max-epoch", str(budget.max_epoch),
-        "--max-update", str(budget.max_update),
+        "--max-epoch", str(length.max_epoch),
+        "--max-update", str(length.max_update),
         "--stop-time-hours", repr(float(budget.max_time_min) / 60.0),
         "--seed", str(cfg.seed),
         "--save-dir", str(save_dir),

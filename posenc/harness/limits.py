@@ -48,3 +48,33 @@ def _minutes(budget, key) -> float:
     if minutes < 0:
         raise ConfigError(f"budget.{key}={value!r} is not allowed; allowed: minutes >= 0 (0 = no limit)")
     return minutes
+
+
+@dataclass(frozen=True)
+class RunLength:
+    max_epoch: int   # fairseq's --max-epoch (0 = no cap)
+    max_update: int  # fairseq's --max-update (0 = no cap)
+
+
+def run_length(cfg) -> RunLength:
+    """Where training stops: the budget's caps, and the schedule's own length (``optim.max_update``,
+    e.g. Vaswani et al.'s 100k updates), whichever comes first. A run that nothing ends is refused:
+    fairseq would train until it is killed, and every rerun would resume it."""
+    budget, optim = cfg.budget, cfg.optim
+    max_epoch = _count(budget, "budget", "max_epoch")
+    caps = [n for n in (_count(budget, "budget", "max_update"), _count(optim, "optim", "max_update")) if n]
+    max_update = min(caps) if caps else 0
+    stops_itself = float((optim.get("args") or {}).get("stop_min_lr", -1) or -1) > 0
+    if not (max_epoch or max_update or _minutes(budget, "max_time_min") or stops_itself):
+        raise ConfigError(f"nothing ends this run: budget={budget.get('name')} caps no epochs, updates or time, and "
+                          f"optim={optim.get('name')} has no length (optim.max_update) or lr floor "
+                          f"(optim.args.stop_min_lr); "
+                          f"set budget.max_epoch, budget.max_update or budget.max_time_min")
+    return RunLength(max_epoch, max_update)
+
+
+def _count(node, group: str, key: str) -> int:
+    value = node.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{group}.{key}={value!r} is not allowed; allowed: a whole number >= 0 (0 = no cap)")
+    return value
