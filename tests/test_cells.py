@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 from hydra import compose, initialize_config_dir
+from hydra_helpers import without_fairseq_config_store  # noqa: F401 (autouse fixture)
+from report_fixtures import write_plan
 from sacrebleu.metrics import BLEU
 
 from posenc.cells import keys, layout
@@ -26,7 +28,6 @@ from posenc.cells.sweep import SweepError, read_sweep
 from posenc.harness.app import sweep_eta
 from posenc.harness.outcome import summarize
 from posenc.harness.scoring import detokenized_bleu
-from report_fixtures import write_plan
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
@@ -96,7 +97,7 @@ def test_every_reader_sees_a_nested_cell_and_an_unreadable_one(tmp_path):
     from posenc.analysis.sweep import find_cells
 
     cells, notes = find_cells(sweep)
-    assert [(c.dirname, c.status) for c in cells] == [("a", "ok"), ("deep/b", "failed"), ("torn", "unreadable")]
+    assert [(c.name, c.status) for c in cells] == [("a", "ok"), ("deep/b", "failed"), ("torn", "unreadable")]
     assert notes == [read.plan_note] and "multirun.yaml" in notes[0]
 
 
@@ -110,7 +111,7 @@ def test_planned_cells_that_never_reported_are_missing_for_every_reader(tmp_path
     assert summarize(sweep) == ("2 cells: 1 ok, 1 not run: placement=none", 1)
     from posenc.analysis.sweep import find_cells
 
-    statuses = {c.dirname: c.status for c in find_cells(sweep)[0]}
+    statuses = {c.name: c.status for c in find_cells(sweep)[0]}
     assert statuses == {"leftover": "failed", "placement=both,seed=1": "ok", "placement=none,seed=1": "missing"}
 
 

@@ -8,12 +8,11 @@ other file is unpickled. Cells that failed, kept no checkpoint, or never reporte
 with their status, never dropped.
 """
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
 
 from posenc.cells.layout import BEST, CHECKPOINTS, best_checkpoint
-from posenc.cells.sweep import read_sweep
+from posenc.cells.sweep import MISSING, UNREADABLE, Cell, read_sweep
 
 CHECKPOINT = Path(CHECKPOINTS) / BEST
 SIDES = ("encoder", "decoder")
@@ -46,45 +45,35 @@ SIDE_COLUMNS = (
 CELL_COLUMNS = ("cell", "placement", "pe", "seed", "status", "bleu", "valid_ppl", "measured", "note")
 
 
-@dataclass
-class SweepCell:
-    dirname: str
-    path: Path
-    record: dict = None
-    status: str = ""  # the record's status, "missing" (planned, no record) or "unreadable"
-    notes: list = field(default_factory=list)
-
-
-WHY = {"missing": "planned in multirun.yaml, no result.json",
-       "unreadable": "its result.json could not be read as a record"}
+WHY = {MISSING: "planned in multirun.yaml, no result.json",
+       UNREADABLE: "its result.json could not be read as a record"}
 
 
 def find_cells(sweep_dir: Path):
-    """``(cells, notes)``: every cell of the sweep (posenc.cells.sweep: those that reported and
-    those planned that did not), in directory order; ``notes`` says when the plan could not be
-    read (then only the cells that reported are known). SweepError when there is no sweep."""
+    """``(cells, notes)``: every cell of the sweep (``posenc.cells.sweep.Cell``: those that
+    reported and those planned that did not), in directory order; ``notes`` says when the plan
+    could not be read (then only the cells that reported are known). SweepError when there is no
+    sweep."""
     sweep = read_sweep(sweep_dir).require_cells()
-    cells = [SweepCell(name, sweep.dir / name, record, status, [WHY[status]] if status in WHY else [])
-             for name, record, status in sweep.every_cell()]
-    return cells, [sweep.plan_note] if sweep.plan_note else []
+    return sweep.every_cell(), [sweep.plan_note] if sweep.plan_note else []
 
 
-def measure_cell(cell: SweepCell, *, max_len=None, run_probes=True, folds=5, seed=0):
+def measure_cell(cell: Cell, *, max_len=None, run_probes=True, folds=5, seed=0):
     """``(row, report, extras)`` of one cell; ``report`` and ``extras`` are None when nothing
     could be measured (the row's ``note`` says why)."""
     from posenc.analysis.analyze import checkpoint_report
     from posenc.analysis.checkpoint_file import CheckpointError
 
     record = cell.record or {}
-    row = {"cell": cell.dirname, "placement": record.get("placement"), "pe": record.get("pe"),
+    row = {"cell": cell.name, "placement": record.get("placement"), "pe": record.get("pe"),
            "seed": record.get("seed"), "status": cell.status, "bleu": record.get("bleu"),
            "valid_ppl": record.get("valid_ppl"), "measured": False}
-    notes = list(cell.notes)
-    if cell.status not in ("ok", "missing", "unreadable"):
+    notes = [WHY[cell.status]] if cell.status in WHY else []
+    if cell.status not in ("ok", MISSING, UNREADABLE):
         notes.append(f"cell {cell.status}" + (f": {record.get('error')}" if record.get("error") else ""))
     report = extras = None
-    checkpoint = best_checkpoint(cell.path)
-    if cell.status == "missing":
+    checkpoint = best_checkpoint(cell.dir)
+    if cell.status == MISSING:
         pass
     elif not checkpoint.is_file():
         notes.append(f"no {CHECKPOINT} in the cell")
@@ -159,12 +148,12 @@ def sweep_rows(sweep_dir: Path, *, max_len=None, run_probes=True, folds=5, seed=
     cells, notes = find_cells(sweep_dir)
     for cell in cells:
         if progress:
-            progress(cell.dirname)
+            progress(cell.name)
         row, report, ex = measure_cell(cell, max_len=max_len, run_probes=run_probes, folds=folds, seed=seed)
         rows.append(row)
         if report is not None:
-            reports[cell.dirname] = report
-            extras[cell.dirname] = ex
+            reports[cell.name] = report
+            extras[cell.name] = ex
     return rows, reports, extras, notes
 
 
@@ -172,5 +161,5 @@ def columns() -> list:
     return list(CELL_COLUMNS[:-1]) + [f"{SIDE_PREFIX[s]}_{c}" for s in SIDES for c, _ in SIDE_COLUMNS] + ["note"]
 
 
-__all__ = ["CHECKPOINT", "SweepCell", "columns", "find_cells", "init_references", "measure_cell",
+__all__ = ["CHECKPOINT", "columns", "find_cells", "init_references", "measure_cell",
            "sweep_rows"]

@@ -20,6 +20,9 @@ from posenc.cells.schema import read_result_why
 # Keys a record carries itself; any other key a sweep varies (``+model.args.dropout=0.1,0.2``,
 # ``budget=smoke,cpu``) becomes a column of its own, so its cells are never averaged together.
 RECORD_KEYS = ("model", "pe", "data", "placement")
+# The status of a cell without a readable record.
+MISSING = "missing"
+UNREADABLE = "unreadable"
 
 
 class SweepError(ValueError):
@@ -30,9 +33,14 @@ class SweepError(ValueError):
 class Cell:
     name: str        # its directory, relative to the sweep directory
     dir: Path
-    record: dict
-    overrides: dict  # key -> value (str) of this cell's overrides, '+' prefixes dropped
-    values: dict = field(default_factory=dict)  # the plan's values of its overrides ({} when unplanned)
+    record: dict     # None for a cell that is missing or unreadable
+    overrides: dict = field(default_factory=dict)  # key -> value (str) of its overrides, '+' prefixes dropped
+    values: dict = field(default_factory=dict)     # the plan's values of its overrides ({} when unplanned)
+    status: str = ""  # the record's status, or MISSING (planned, no record) or UNREADABLE
+
+    def __post_init__(self):
+        if self.record is not None:
+            self.status = str(self.record.get("status", "unknown"))
 
 
 @dataclass
@@ -60,12 +68,12 @@ class Sweep:
         return not self.cells and not self.missing and not self.unreadable
 
     def every_cell(self) -> list:
-        """``(name, record or None, status)`` of every cell that reported or was planned and not
-        skipped, by name: status is the record's, ``unreadable`` or ``missing``."""
-        found = [(c.name, c.record, str(c.record.get("status", "unknown"))) for c in self.cells]
-        found += [(name, None, "unreadable") for name, _ in self.unreadable]
-        found += [(name, None, "missing") for name in self.missing]
-        return sorted(found, key=lambda item: item[0])
+        """Every cell that reported or was planned and not skipped, by name: those without a
+        readable record have ``record`` None and status ``unreadable`` or ``missing``."""
+        found = list(self.cells)
+        found += [Cell(name, self.dir / name, None, status=UNREADABLE) for name, _ in self.unreadable]
+        found += [Cell(name, self.dir / name, None, status=MISSING) for name in self.missing]
+        return sorted(found, key=lambda cell: cell.name)
 
     def require_cells(self) -> "Sweep":
         if self.empty:

@@ -33,7 +33,7 @@ def summarize(sweep_dir: Path, interrupted_by: int = 0):
     if sweep.planned:
         cells = sweep.plan_values
     else:  # no plan: whatever reported
-        cells = {name: {"cell": name} for name, _, _ in sweep.every_cell()}
+        cells = {c.name: {"cell": c.name} for c in sweep.every_cell()}
     records = {c.name: c.record for c in sweep.cells}
     unreadable = {name for name, _ in sweep.unreadable}
     skipped = {name for name, _ in sweep.skipped}
