@@ -9,7 +9,6 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 from hydra_helpers import without_fairseq_config_store  # noqa: F401 (autouse fixture)
-from report_fixtures import write_plan
 from sacrebleu.metrics import BLEU
 
 from posenc.cells import keys, layout
@@ -28,6 +27,7 @@ from posenc.cells.sweep import SweepError, read_sweep
 from posenc.harness.app import sweep_eta
 from posenc.harness.outcome import summarize
 from posenc.harness.scoring import detokenized_bleu
+from report_fixtures import write_plan
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
