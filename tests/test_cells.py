@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 from hydra import compose, initialize_config_dir
-from hydra_helpers import without_fairseq_config_store  # noqa: F401 (autouse fixture)
 from sacrebleu.metrics import BLEU
 
 from posenc.cells import keys, layout
