@@ -20,6 +20,7 @@ from posenc.harness import resume
 from posenc.harness.commands import commands_script, generate_command, train_command
 from posenc.harness.failures import non_finite_loss
 from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
+from posenc.harness.legacy_hash import before_optim_group
 from posenc.harness.limits import run_length, step_limits
 from posenc.harness.lock import cell_lock
 from posenc.harness.precision import check_gpu_settings, check_hardware
@@ -41,10 +42,18 @@ class IncompleteOutput(RuntimeError):
 
 
 def finished_result(job_dir: Path, cfg):
-    """The cell's earlier result if it finished ok with this exact configuration, else None."""
+    """The cell's earlier result if it finished ok with this exact configuration, else None. A
+    record hashed before the optim group that proves the same configuration gets today's hash."""
     record = read_result(job_dir)
-    if record and record.get("status") == OK and record.get("config_hash") == config_hash(cfg) \
-            and (job_dir / record.get("hypotheses", layout.HYPOTHESES_FILE)).exists():
+    if not (record and record.get("status") == OK
+            and (job_dir / record.get("hypotheses", layout.HYPOTHESES_FILE)).exists()):
+        return None
+    current = config_hash(cfg)
+    if record.get("config_hash") == current:
+        return record
+    if record.get("config_hash") == before_optim_group(cfg):
+        record["config_hash"] = current
+        write_result(job_dir, record)
         return record
     return None
 

@@ -14,8 +14,13 @@ from posenc.cells.schema import new_record
 
 def config_hash(cfg, ignore=()) -> str:
     """Fingerprint of everything that determines a cell's outcome (the resolved config without
-    the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``). Keys are resolved one by one, so
-    an ignored top-level key is never resolved (``runtime`` reads the launcher's settings, which
+    the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``)."""
+    return digest(hashed_config(cfg, ignore))
+
+
+def hashed_config(cfg, ignore=()) -> dict:
+    """What ``config_hash`` fingerprints, as plain data. Keys are resolved one by one, so an
+    ignored top-level key is never resolved (``runtime`` reads the launcher's settings, which
     exist only inside a job)."""
     skip = set(NOT_OUTCOME) | set(ignore)
     data = {key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
@@ -27,6 +32,10 @@ def config_hash(cfg, ignore=()) -> str:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             node.pop(leaf, None)
+    return data
+
+
+def digest(data: dict) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

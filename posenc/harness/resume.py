@@ -25,6 +25,7 @@ from posenc.atomic import copy_atomic, write_json_atomic
 from posenc.cells.keys import NOT_TRAINING
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, LAST, RESULT_FILE, STATE_FILE, TRAIN_LOG
 from posenc.harness.fairseq_logs import NEW_RUN, training_fields
+from posenc.harness.legacy_hash import before_optim_group
 from posenc.harness.records import config_hash
 from posenc.trainer_stop import STOPPED_MARK
 
@@ -75,9 +76,12 @@ def plan(job_dir: Path, cfg) -> Plan:
             start_over(job_dir)
             return Plan("fresh", "checkpoints without a record of their configuration: starting afresh")
         return Plan("fresh")
-    if state.get("training_hash") != training_hash(cfg):
+    if state.get("training_hash") not in (training_hash(cfg), before_optim_group(cfg, NOT_TRAINING)):
         start_over(job_dir)
         return Plan("fresh", "the configuration changed since this cell's checkpoints were saved: starting afresh")
+    if state["training_hash"] != training_hash(cfg):  # hashed before the optim group, the same training
+        state["training_hash"] = training_hash(cfg)
+        write_json_atomic(job_dir / STATE_FILE, state)
     if state.get("finished"):
         if intact(saved / BEST):
             training = state.get("training", {})

@@ -1,0 +1,81 @@
+"""Cells from before the optim group keep their results and checkpoints: the hashes the harness
+recorded then (commit ced5e02, the committed studies' sweeps) are proved equal, not assumed."""
+
+import json
+import zipfile
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from posenc.cells.keys import NOT_TRAINING
+from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, RESULT_FILE, STATE_FILE
+from posenc.confdir import CONF_DIR as CONF
+from posenc.harness import resume
+from posenc.harness.cell import finished_result
+from posenc.harness.legacy_hash import before_optim_group
+from posenc.harness.records import config_hash
+
+# (the cell's overrides, its result.json config_hash, its state.json training_hash), as written by
+# the harness before the optimiser left the budget.
+MULTI30K = ["data=custom", "data.train=../shared/data/multi30k/train", "data.valid=../shared/data/multi30k/val",
+            "data.test=../shared/data/multi30k/test_2016_flickr", "data.src=de", "data.tgt=en",
+            "experiment_name=table4_multi30k"]
+RECORDED = [
+    (["placement=both", "seed=1", "experiment=table4", "budget.max_time_min=0"], "6dd50b1ea8f04f9a",
+     "2657929fbca771bb"),
+    (["placement=both", "seed=1", "experiment=table4_transformer", "budget.max_time_min=0"], "8aeba94a294f08fa",
+     "d1d408376b88c125"),
+    (["placement=both", "seed=1", "experiment=table4", *MULTI30K, "budget.max_time_min=0"], "362db1a93177b105",
+     "197a18a3228909ef"),
+]
+
+
+def compose_cfg(*overrides):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+@pytest.mark.parametrize("overrides,recorded_config,recorded_training", RECORDED)
+def test_the_hashes_recorded_before_the_optim_group_are_rebuilt(overrides, recorded_config, recorded_training):
+    cfg = compose_cfg(*overrides)
+    assert config_hash(cfg) != recorded_config  # the layout did change the hash ...
+    assert before_optim_group(cfg) == recorded_config  # ... and the old one is rebuilt exactly
+    assert before_optim_group(cfg, NOT_TRAINING) == recorded_training
+
+
+def test_another_optimiser_or_a_schedule_of_its_own_is_not_the_old_cell():
+    overrides, recorded, _ = RECORDED[0]
+    assert before_optim_group(compose_cfg(*overrides, "optim.args.lr=0.001")) != recorded
+    assert before_optim_group(compose_cfg(*overrides, "optim=convs2s")) != recorded
+    assert before_optim_group(compose_cfg("model=transformer_base", "budget=paper")) == ""  # 100k updates: new
+
+
+def old_cell(tmp_path, config, training):
+    job = tmp_path / "cell"
+    (job / CHECKPOINTS).mkdir(parents=True)
+    with zipfile.ZipFile(job / CHECKPOINTS / BEST, "w") as archive:
+        archive.writestr("data.pkl", b"x")
+    (job / HYPOTHESES_FILE).write_text("a\n")
+    (job / RESULT_FILE).write_text(json.dumps({"status": "ok", "error": "", "bleu": 88.0, "config_hash": config,
+                                               "hypotheses": HYPOTHESES_FILE}))
+    (job / STATE_FILE).write_text(json.dumps({"training_hash": training, "finished": True,
+                                              "training": {"num_updates": 218}}))
+    return job
+
+
+def test_an_old_finished_cell_is_kept_and_its_hashes_brought_up_to_date(tmp_path):
+    overrides, config, training = RECORDED[0]
+    cfg, job = compose_cfg(*overrides), old_cell(tmp_path, *RECORDED[0][1:])
+    assert finished_result(job, cfg)["bleu"] == 88.0
+    assert json.loads((job / RESULT_FILE).read_text())["config_hash"] == config_hash(cfg)
+    plan = resume.plan(job, cfg)
+    assert plan.action == "score" and (job / CHECKPOINTS / BEST).exists()
+    assert json.loads((job / STATE_FILE).read_text())["training_hash"] == resume.training_hash(cfg)
+    assert finished_result(job, cfg)["bleu"] == 88.0  # and again, now by today's hash
+
+
+def test_an_old_cell_with_another_configuration_is_run_again(tmp_path):
+    overrides, _, _ = RECORDED[0]
+    cfg, job = compose_cfg(*overrides, "optim.args.lr=0.001"), old_cell(tmp_path, *RECORDED[0][1:])
+    assert finished_result(job, cfg) is None
+    assert resume.plan(job, cfg).action == "fresh" and not (job / CHECKPOINTS).exists()
