@@ -52,11 +52,18 @@ def planned_cells(sweep_dir: Path):
             if element not in parsed:
                 parsed[element] = parser.parse_overrides([element])[0]
         overrides = [parsed[element] for element in job]
-        lines = sorted(o.input_line for o in overrides if o.key_or_group not in exclude)
-        dirname = naming.item_sep.join(lines).replace("=", naming.kv_sep)
         values = {o.key_or_group: o.value() for o in overrides}
-        cells.append(PlannedCell(dirname, values, _skip_reason(cfg, values)))
+        cells.append(PlannedCell(override_dirname(overrides, naming, exclude), values, _skip_reason(cfg, values)))
     return cells
+
+
+def override_dirname(overrides, naming, exclude=None) -> str:
+    """A cell's directory name from its parsed overrides, by Hydra's ``override_dirname`` rule;
+    ``naming``: the sweep's ``hydra.job.config.override_dirname`` (``exclude_keys``, ``item_sep``,
+    ``kv_sep``)."""
+    exclude = set(naming.exclude_keys) if exclude is None else exclude
+    lines = sorted(o.input_line for o in overrides if o.key_or_group not in exclude)
+    return naming.item_sep.join(lines).replace("=", naming.kv_sep)
 
 
 def sweep_jobs(overrides) -> list:

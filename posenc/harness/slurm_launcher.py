@@ -26,7 +26,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hydra._internal.config_loader_impl import get_overrides_dirname
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
@@ -34,7 +33,7 @@ from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as HydraSlurmLauncher
 from omegaconf import OmegaConf
 
-from posenc.cells.plan import override_values
+from posenc.cells.plan import override_dirname, override_values
 from posenc.cells.schema import read_result
 from posenc.harness.lock import running_job
 from posenc.harness.records import write_result
@@ -74,13 +73,6 @@ def accounted_state(job_id: str) -> str:
         if jid == job_id:
             return state.split()[0] if state else ""
     return ""
-
-
-def override_dirname(overrides: list, naming) -> str:
-    """A cell's directory name, by Hydra's own rule (``hydra.job.override_dirname``)."""
-    return get_overrides_dirname(overrides=OverridesParser.create().parse_overrides(overrides),
-                                 exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep,
-                                 kv_sep=naming.kv_sep)
 
 
 def ended_without_result(cell_dir: Path, job_id: str, state: str, overrides=()) -> None:
@@ -137,7 +129,7 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
         naming = self.config.hydra.job.config.override_dirname
         cells, submit, watched = [], [], {}
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            cell_dir = sweep_dir / override_dirname(list(overrides), naming)
+            cell_dir = sweep_dir / override_dirname(OverridesParser.create().parse_overrides(list(overrides)), naming)
             cells.append(cell_dir)
             elsewhere = running_job(cell_dir)
             if elsewhere and queue_states([elsewhere]).get(elsewhere, "") in ALIVE:

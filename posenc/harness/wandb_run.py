@@ -24,7 +24,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from posenc.cells.layout import PROVENANCE_FILE, TRAIN_LOG
+from posenc.cells.layout import PROVENANCE_FILE, RESULT_FILE, TRAIN_LOG
 from posenc.harness.fairseq_logs import parse_record, wandb_metrics
 from posenc.harness.spec import ConfigError
 
@@ -247,7 +247,7 @@ def sweep_figures(sweep_dir: Path) -> list:
     for entry in sorted(sweep_dir.iterdir()):
         if entry.is_file() and entry.suffix == ".png":
             found.append(entry)
-        elif entry.is_dir() and not (entry / "result.json").exists() and entry.name not in ("wandb", ".submitit"):
+        elif entry.is_dir() and not (entry / RESULT_FILE).exists() and entry.name not in ("wandb", ".submitit"):
             found += sorted(entry.rglob("*.png"))
     return found
 

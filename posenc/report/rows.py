@@ -258,7 +258,7 @@ VERDICT_COLUMNS = ("p_seeds", "p_seeds_holm", "delta_ci_low", "delta_ci_high", "
 
 
 def verdict_column(name: str, metric: str = "bleu", split: str = "test") -> str:
-    return name + ("" if metric == "bleu" else f"_{metric}") + ("" if split == "test" else f"_{split}")
+    return field(name + ("" if metric == "bleu" else f"_{metric}"), split)
 
 
 def _verdicts(rows, by_group, base_key, base_value, split, batches):
