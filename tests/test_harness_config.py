@@ -5,17 +5,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from posenc.harness.commands import flags, train_command
 from posenc.harness.limits import RunLength, run_length
 from posenc.harness.spec import ConfigError, cell_spec
 from posenc.kinds import grid_skip_reason
-
-REPO = Path(__file__).resolve().parents[1]
-CONF = REPO / "conf"
-
+from project import CONF, compose_cfg
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
@@ -28,11 +24,6 @@ def test_posenc_run_does_not_import_fairseq():
 
 def options(group):
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
-
-
-def compose_cfg(*overrides):
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
 
 
 def test_contract_options_exist():

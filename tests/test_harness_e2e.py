@@ -2,7 +2,6 @@
 
 import csv
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -10,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from project import posenc_run
 
 BIN = Path(sys.executable).parent
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
@@ -19,14 +20,6 @@ CONTRACT_FIELDS = ["experiment", "model", "data", "pe", "placement", "encoder_po
                    "train_wall_s", "hypotheses", "job_dir"]
 
 pytestmark = pytest.mark.slow
-
-
-def posenc_run(*args, cwd, cache):
-    env = {"POSENC_CACHE": str(cache), "PATH": str(BIN) + ":/usr/bin:/bin"}
-    if os.environ.get("PYTHONPATH"):  # a worktree's code, when the tests run against one
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=900)
 
 
 @pytest.fixture(scope="module")

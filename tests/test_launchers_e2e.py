@@ -4,13 +4,12 @@ the sweep's table run. A 4-cell slice (placements both and none, seeds 1 and 2) 
 docs (docs/clusters.md) show the 12-cell command."""
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import project
 from posenc.cells.plan import planned_cells
 from posenc.harness.parallel import thread_share
 from wandb_offline import offline_runs
@@ -25,12 +24,9 @@ pytestmark = pytest.mark.slow
 
 
 def posenc_run(*args, cwd, cache):
-    env = {"POSENC_CACHE": str(cache), "PATH": str(BIN) + ":/usr/bin:/bin", "HOME": str(cwd),
-           "WANDB_MODE": "offline", "WANDB_API_KEY": SECRET, "WANDB_SILENT": "true"}
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=1800)
+    return project.posenc_run(*args, cwd=cwd, cache=cache, timeout=1800,
+                              env={"HOME": str(cwd), "WANDB_MODE": "offline", "WANDB_API_KEY": SECRET,
+                                   "WANDB_SILENT": "true"})
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,16 @@ import json
 import zipfile
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from posenc.cells.keys import NOT_TRAINING
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, RESULT_FILE, STATE_FILE
-from posenc.confdir import CONF_DIR as CONF
 from posenc.harness import resume
 from posenc.harness.cell import finished_result
 from posenc.harness.legacy_hash import before_optim_group
 from posenc.harness.records import config_hash
+from project import compose_cfg
+
+pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 # (the cell's overrides, its result.json config_hash, its state.json training_hash), as written by
 # the harness before the optimiser left the budget.
@@ -28,11 +29,6 @@ RECORDED = [
     (["placement=both", "seed=1", "experiment=table4", *MULTI30K, "budget.max_time_min=0"], "362db1a93177b105",
      "197a18a3228909ef"),
 ]
-
-
-def compose_cfg(*overrides):
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides))
 
 
 @pytest.mark.parametrize("overrides,recorded_config,recorded_training", RECORDED)

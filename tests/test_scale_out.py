@@ -10,24 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from posenc.harness.commands import generate_command, train_command
 from posenc.harness.parallel import concurrent_cells, gpu_slots, thread_share, threads_env, visible_gpus
 from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.spec import ConfigError, cell_spec
+from project import REPO, compose_cfg
 
-REPO = Path(__file__).resolve().parents[1]
-CONF = REPO / "conf"
 BIN = Path(sys.executable).parent
 
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
-
-
-def compose_cfg(*overrides):
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
 
 
 def commands(*overrides):

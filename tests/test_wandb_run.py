@@ -2,11 +2,10 @@
 per sweep; checked in the files W&B itself writes in offline mode (no account, no network)."""
 
 import json
-from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
+import project
 from posenc.harness.fairseq_logs import parse_record, wandb_metrics
 from posenc.harness.wandb_run import (
     group_name,
@@ -19,9 +18,6 @@ from posenc.harness.wandb_run import (
     table_rows,
 )
 from wandb_offline import offline_runs
-
-REPO = Path(__file__).resolve().parents[1]
-CONF = REPO / "conf"
 
 # Real fairseq-train output (--log-format json), from a smoke cell.
 TRAIN_LOG = [
@@ -51,10 +47,8 @@ pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 
 def compose_cfg(*overrides, hydra=False):
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        # paths.cache_dir names Hydra's runtime cwd, which only a running posenc-run has.
-        return compose(config_name="config", overrides=["paths.cache_dir=/no/cache", *overrides],
-                       return_hydra_config=hydra)
+    # paths.cache_dir names Hydra's runtime cwd, which only a running posenc-run has.
+    return project.compose_cfg("paths.cache_dir=/no/cache", *overrides, hydra=hydra)
 
 
 def cell_record(cfg, job_dir, **scores):

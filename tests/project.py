@@ -1,0 +1,28 @@
+"""The project as the tests reach it: its config tree composed as ``posenc-run`` composes it, and
+``posenc-run`` run as a user types it, in a child process."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+BIN = Path(sys.executable).parent
+
+
+def compose_cfg(*overrides, hydra=True):
+    """The root config with ``overrides`` (and Hydra's own node, unless ``hydra=False``)."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+def posenc_run(*args, cwd, cache, env=None, timeout=900):
+    """``posenc-run ARGS`` in ``cwd`` with its own corpus cache, a bare PATH and ``env`` on top."""
+    child = {"POSENC_CACHE": str(cache), "PATH": str(BIN) + ":/usr/bin:/bin", **(env or {})}
+    if os.environ.get("PYTHONPATH"):  # a worktree's code, when the tests run against one
+        child["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=child, capture_output=True, text=True,
+                          timeout=timeout)
