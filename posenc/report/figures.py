@@ -74,14 +74,19 @@ def delta_figure(reports):
             ax.scatter([p[0] + 0.15 for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
                        label=f"paper's Δ ({paper[0][2]}, its own test set)")
         ax.axhline(0, color="grey", linewidth=0.8)
-        ax.set_xticks(xs, [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right", fontsize=8)
-        ax.set_ylabel("Δ BLEU against the baseline")
-        base = "=".join(report.settings.baseline)
-        ax.set_title(f"{title}\nΔ against {base}; * verdict better/worse (Holm)", fontsize=9)
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=7)
+        _dress(ax, xs, rows, key, "Δ BLEU against the baseline",
+               f"{title}\nΔ against {'='.join(report.settings.baseline)}; * verdict better/worse (Holm)")
     fig.tight_layout()
     return fig
+
+
+def _dress(ax, xs, rows, key, ylabel: str, title: str) -> None:
+    """A panel's row labels, axis label, title, grid and legend, alike in every figure."""
+    ax.set_xticks(list(xs), [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def _yerr(centres, rows, interval: str) -> list:
@@ -102,13 +107,8 @@ def bleu_figure(reports):
         means = [r.values["bleu"] if r.values["bleu"] is not None else math.nan for r in rows]
         ax.errorbar(xs, means, yerr=_yerr(means, rows, "bleu_ci"), fmt="o", capsize=4, label="mean, 95% CI over seeds")
         _stars(ax, xs, means, rows)
-        ax.set_xticks(list(xs), [_label(key, r.identity.get(key)) for r in rows], rotation=20, ha="right",
-                     fontsize=8)
-        ax.set_ylabel("BLEU (sacreBLEU)")
-        base = "=".join(report.settings.baseline)
-        ax.set_title(f"{title}\n* verdict better/worse against {base}", fontsize=9)
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=7)
+        _dress(ax, xs, rows, key, "BLEU (sacreBLEU)",
+               f"{title}\n* verdict better/worse against {'='.join(report.settings.baseline)}")
     fig.tight_layout()
     return fig
 
