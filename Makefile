@@ -19,8 +19,13 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e ".[test]"
 	@touch $(STAMP)
 
+# Two pytest workers, each taking whole files (--dist loadfile keeps a file's module fixtures, the
+# sweeps its tests share, on one worker). Most tests wait on one fairseq child at a time, and the
+# SLURM tests mostly on the scheduler, so a second worker uses the core the first leaves idle;
+# tests/conftest.py starts the SLURM file first, since it is the longest. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The suite without the slow end-to-end tests (for quick iteration; CI runs everything).
 test-fast: setup

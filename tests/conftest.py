@@ -37,3 +37,10 @@ def reversal_corpus(tmp_path_factory):
             "--validpref", root / "valid", "--testpref", root / "test", "--destdir", root / "bin",
             "--joined-dictionary", "--workers", "1", cwd=root)
     return root / "bin"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The SLURM tests first: their file is the suite's longest (it waits on time limits and
+    requeues), so under ``make test``'s two workers it starts at once, beside everything else,
+    instead of running alone at the end. The order within each file is kept."""
+    items.sort(key=lambda item: item.get_closest_marker("slurm") is None)

@@ -1,8 +1,9 @@
-"""Sweeps on a real SLURM (the local one of ``scripts/slurm_local.sh up``): the smoke Table 4 through
-both SLURM launchers; a cell that outlives its time limit, requeued until it finishes by itself; a
-requeue by the scheduler (``scontrol requeue``); ``scancel``; and a submitter killed with SIGKILL,
-whose rerun trains no cell twice. Skipped, with one line, where no SLURM answers (``.ci/run``
-brings the local cluster up and fails if these were skipped)."""
+"""Sweeps on a real SLURM (the local one of ``scripts/slurm_local.sh up``): the smoke Table 4 (its four
+placements, seed 1) through the ``slurm`` launcher and a slice of it through ``submitit_slurm``; a cell
+that outlives its time limit, requeued until it finishes by itself; a requeue by the scheduler
+(``scontrol requeue``); ``scancel``; and a submitter killed with SIGKILL, whose rerun trains no cell
+twice. Skipped, with one line, where no SLURM answers (``.ci/run`` brings the local cluster up and
+fails if these were skipped)."""
 
 import json
 import os
@@ -150,7 +151,7 @@ def trainers(sweep_dir) -> dict:
 
 # --- the basic path ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("launcher,cells", [("slurm", ["experiment=table4"]),
+@pytest.mark.parametrize("launcher,cells", [("slurm", ["experiment=table4", "seed=1"]),
                                             ("submitit_slurm", ["experiment=table4", "placement=both,none",
                                                                 "seed=1"])])
 def test_the_smoke_table4_through_a_slurm_launcher(root, launcher, cells):
