@@ -17,8 +17,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
-from scipy import stats as scipy_stats
 
 from posenc.report.verdict import ALPHA
 
@@ -48,6 +46,8 @@ class Components:
 
 def power(effect: float, seeds: int, components: Components, sentences: int = None, alpha: float = ALPHA) -> float:
     """Probability that the verdict's test finds ``effect`` (two-sided, level ``alpha``)."""
+    from scipy import stats as scipy_stats  # 1-2 s to import: paid by --power, not by every start-up
+
     if seeds < 2:
         return 0.0
     spread, shared = components.at(sentences)
@@ -65,6 +65,8 @@ def power(effect: float, seeds: int, components: Components, sentences: int = No
 
 def mde(seeds: int, components: Components, sentences: int = None, target: float = POWER) -> float:
     """The smallest |Δ| the test finds with probability ``target`` at these seeds and sentences."""
+    from scipy import optimize
+
     if seeds < 2:
         return math.inf
     spread, shared = components.at(sentences)
@@ -77,6 +79,8 @@ def mde(seeds: int, components: Components, sentences: int = None, target: float
 def reachable(effect: float, components: Components, sentences: int = None, target: float = POWER) -> bool:
     """Whether any number of seeds reaches ``target``: with endless seeds se² falls to the shared
     test-set part, which only more test sentences shrink."""
+    from scipy import stats as scipy_stats
+
     shared = components.at(sentences)[1]
     if shared == 0:
         return True

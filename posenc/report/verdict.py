@@ -23,7 +23,6 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from posenc.report.vector_scores import SCORERS
 
@@ -115,6 +114,8 @@ def t_test(delta: float, se: float, df: int):
         return float("nan"), float("nan"), float("nan")
     if se == 0:   # outputs identical to the baseline's sentence for sentence (or a one-sentence test set)
         return (1.0 if delta == 0 else 0.0), delta, delta
+    from scipy import stats as scipy_stats  # 1-2 s to import: paid by a table that tests, not by --help
+
     half = float(scipy_stats.t.ppf(1 - ALPHA / 2, df)) * se
     return float(2 * scipy_stats.t.sf(abs(delta) / se, df)), delta - half, delta + half
 
