@@ -15,6 +15,7 @@ import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF
 from scipy import stats as scipy_stats
 
+from posenc.cells.schema import bleu_options
 from posenc.harness.scoring import detokenized_chrf
 from posenc.report import cli
 from posenc.report import power as power_mod
@@ -271,9 +272,8 @@ def test_statistics_cached_when_a_cell_is_scored_are_the_tables(data):
     record = json.loads((cell / "result.json").read_text())
     hyps = (cell / "hypotheses.txt").read_text().splitlines()
     _, chrf_signature = detokenized_chrf(hyps, refs)
-    for metric, signature in (("bleu", record["bleu_signature"]), ("chrf", "")):
-        cache_statistics(cell, "hypotheses.txt", hyps, refs, corpus["cache_key"], "test", signature or chrf_signature,
-                         metric)
+    for metric, options in (("bleu", bleu_options(record)), ("chrf", chrf_options(chrf_signature))):  # as the harness
+        cache_statistics(cell, "hypotheses.txt", hyps, refs, corpus["cache_key"], "test", options, metric)
     cached = sorted(p.name for p in (cell / ".report-cache").iterdir())
     assert len(cached) == 2
     row = table_rows(sweep)[0]

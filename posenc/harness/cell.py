@@ -35,6 +35,7 @@ from posenc.harness.spec import cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
 from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
 from posenc.report.outputs import cache_statistics
+from posenc.report.significance import chrf_options
 
 
 class IncompleteOutput(RuntimeError):
@@ -222,8 +223,8 @@ def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, e
     write_text_atomic(job_dir / name, "".join(line + "\n" for line in detokenized))
     write_text_atomic(job_dir / layout.hypotheses_file(split, tokenized=True),
                       "".join(line + "\n" for line in tokenized))
-    for metric, metric_signature in (("bleu", signature), ("chrf", chrf_signature)):  # the table reads them
-        cache_statistics(job_dir, name, detokenized, references, prepared.cache_key, split, metric_signature, metric)
+    for metric, metric_options in (("bleu", options), ("chrf", chrf_options(chrf_signature))):  # the table reads them
+        cache_statistics(job_dir, name, detokenized, references, prepared.cache_key, split, metric_options, metric)
     return {"bleu": round(bleu, 2), "bleu_signature": signature, "bleu_options": options,
             "tok_bleu": round(tok_bleu, 2), "chrf": round(chrf, 2), "chrf_signature": chrf_signature,
             "test_sentences": expected, "hypotheses": name}

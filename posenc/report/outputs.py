@@ -9,7 +9,7 @@ import numpy as np
 import sacrebleu
 
 from posenc.atomic import atomic_file
-from posenc.cells.schema import bleu_options, field, signature_options
+from posenc.cells.schema import bleu_options, field
 from posenc.report.significance import Scorer, chrf_options, corpus_bleu
 
 # Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
@@ -85,11 +85,11 @@ def cell_output(cell, split: str, testsets, scorer):
 
 
 def cache_statistics(cell_dir: Path, name: str, hypotheses, references, testset_key: str, split: str,
-                     signature: str, metric: str) -> None:
+                     options: dict, metric: str) -> None:
     """Extract and cache an output's per-sentence statistics when it is scored (the harness does,
     once per cell), so that the sweep's table finds them instead of extracting them again.
-    ``signature``: the one the record holds for the metric, from which the table rebuilds it."""
-    options = signature_options(signature) if metric == "bleu" else chrf_options(signature)
+    ``options``: the metric's arguments as the table reads them back from the record
+    (``bleu_options``, ``chrf_options`` of its signature); they are part of the cache key."""
     _statistics(Path(cell_dir), name, Path(cell_dir) / name, hypotheses, references, (testset_key, split), options,
                 metric, Scorer())
 
