@@ -57,14 +57,14 @@ def summarize(sweep_dir: Path, interrupted_by: int = 0):
             running.append(label)
         else:
             failed.append(f"{label} ({_short(record.get('error', ''))})")
-    total = len(cells) - len(skipped & set(cells))
+    total = len(cells) - len(skipped)  # skipped cells are planned ones
     parts = [f"{ok} ok" + (f" ({len(capped)} stopped at the time cap: {'; '.join(capped)})" if capped else "")]
     for word, items in (("failed", failed), ("interrupted", interrupted),
                         ("still running or killed outright", running), ("not run", missing)):
         if items:
             parts.append(f"{len(items)} {word}: " + "; ".join(items))
-    if skipped & set(cells):
-        parts.append(f"{len(skipped & set(cells))} skipped by design")
+    if skipped:
+        parts.append(f"{len(skipped)} skipped by design")
     line = f"{total} cells: " + ", ".join(parts)
     if interrupted_by:
         status = interrupted_by

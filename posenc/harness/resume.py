@@ -76,11 +76,12 @@ def plan(job_dir: Path, cfg) -> Plan:
             start_over(job_dir)
             return Plan("fresh", "checkpoints without a record of their configuration: starting afresh")
         return Plan("fresh")
-    if state.get("training_hash") not in (training_hash(cfg), before_optim_group(cfg, NOT_TRAINING)):
-        start_over(job_dir)
-        return Plan("fresh", "the configuration changed since this cell's checkpoints were saved: starting afresh")
-    if state["training_hash"] != training_hash(cfg):  # hashed before the optim group, the same training
-        state["training_hash"] = training_hash(cfg)
+    current = training_hash(cfg)
+    if state.get("training_hash") != current:
+        if state.get("training_hash") != before_optim_group(cfg, NOT_TRAINING):
+            start_over(job_dir)
+            return Plan("fresh", "the configuration changed since this cell's checkpoints were saved: starting afresh")
+        state["training_hash"] = current  # hashed before the optim group: the same training
         write_json_atomic(job_dir / STATE_FILE, state)
     if state.get("finished"):
         if intact(saved / BEST):

@@ -128,8 +128,9 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         naming = self.config.hydra.job.config.override_dirname
         cells, submit, watched = [], [], {}
+        parser = OverridesParser.create()
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
-            cell_dir = sweep_dir / override_dirname(OverridesParser.create().parse_overrides(list(overrides)), naming)
+            cell_dir = sweep_dir / override_dirname(parser.parse_overrides(list(overrides)), naming)
             cells.append(cell_dir)
             elsewhere = running_job(cell_dir)
             if elsewhere and queue_states([elsewhere]).get(elsewhere, "") in ALIVE:
