@@ -64,12 +64,12 @@ def test_scores_significance_and_status_are_all_visible(sweep):
     headers = row(text, "position embeddings")
     labels = ("both (encoder and decoder)", "source (encoder) only", "target (decoder) only", "neither")
     both, source, target, none = (dict(zip(headers, row(text, label))) for label in labels)
-    assert both["verdict"] == "baseline" and both["Δ BLEU"] == "-"
+    assert both["verdict (primary)"] == "baseline" and both["Δ BLEU"] == "-"
     # identical outputs: nothing to find, by either test
     assert source["Δ BLEU"] == "+0.00" and float(source["p sentences only"]) >= 0.5
-    assert source["verdict"] == "no evidence" and float(source["p seeds (Holm)"]) >= 0.5
+    assert source["verdict (primary)"] == "no evidence" and float(source["p seeds (Holm)"]) >= 0.5
     # clearly worse over these sentences, but one paired seed says nothing about another seed
-    assert float(target["p sentences only"]) < 0.05 and target["verdict"].startswith("n/a: one paired seed")
+    assert float(target["p sentences only"]) < 0.05 and target["verdict (primary)"].startswith("n/a: one paired seed")
     assert float(target["Δ BLEU"]) < -10 and target["seeds ok"] == "1" and target["not ok"] == "1"
     assert none["BLEU 95% CI"].endswith("†")                                    # one seed: bootstrap CI
     assert re.fullmatch(r"\[\d+\.\d\d, \d+\.\d\d\]", both["BLEU 95% CI"])
@@ -134,8 +134,8 @@ def test_the_star_follows_the_verdict_not_the_sentence_only_p():
     # sacreBLEU's p is shown as a number only, whatever it is and whatever the signs
     assert p_cell({"p_value": 0.01, "delta_bleu": 0.2, "delta_bleu_tested": -0.1}) == "0.0100"
     assert p_cell({"p_value_test_long": 0.2}, "_test_long") == "0.2000" and p_cell({}) == "-"
-    assert delta_cell({"delta_bleu": -0.44, "p_value": 0.01, "verdict": "no evidence"}) == "-0.44"
-    assert delta_cell({"delta_bleu": 2.5, "p_value": 0.4, "verdict": "better"}) == "+2.50*"
+    assert delta_cell({"delta_bleu": -0.44, "p_value": 0.01, "verdict_bleu": "no evidence"}) == "-0.44"
+    assert delta_cell({"delta_bleu": 2.5, "p_value": 0.4, "verdict_bleu": "better"}) == "+2.50*"
     assert delta_cell({"delta_chrf_test_long": -3.0, "verdict_chrf_test_long": "worse"}, "chrf", "_test_long") \
         == "-3.00*"
 

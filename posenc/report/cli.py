@@ -10,7 +10,7 @@ from posenc.cells.sweep import SweepError
 from posenc.report.buckets import BucketError, parse_edges
 from posenc.report.power import DEFAULT_EFFECT
 from posenc.report.render import FORMATS, render_reports
-from posenc.report.rows import ReportError, Settings, parse_baseline
+from posenc.report.rows import PRIMARIES, ReportError, Settings, check_primary, parse_baseline
 from posenc.report.significance import TESTS
 from posenc.report.table import build_reports
 
@@ -39,20 +39,25 @@ def main(argv=None) -> int:
     parser.add_argument("--test-size", type=int, default=None, metavar="M",
                         help="test sentences seeds_needed plans for, e.g. 3003 for newstest2014 "
                              "(default: this test set's; with --power)")
+    parser.add_argument("--primary", default=Settings.primary, metavar="METRIC",
+                        help="the question the verdict column (and the table's *) answers: "
+                             f"{', '.join(PRIMARIES)} (default {Settings.primary}: BLEU on the test split); "
+                             "the other verdicts are secondary")
     args = parser.parse_args(argv)
     try:
         if args.resamples < 0:
             raise ReportError(f"--resamples {args.resamples}: must be positive (0 = sacreBLEU's default)")
         if not args.effect > 0:
-            raise ReportError(f"--effect {args.effect:g}: must be a positive difference in BLEU, e.g. 0.5")
+            raise ReportError(f"--effect {args.effect:g}: must be a positive difference in BLEU (> 0), e.g. 0.5")
         if args.test_size is not None and args.test_size < 1:
             raise ReportError(f"--test-size {args.test_size}: must be a positive number of sentences, e.g. 3003")
+        check_primary(args.primary)
         if not args.power and (args.effect != DEFAULT_EFFECT or args.test_size is not None):
             raise ReportError("--effect and --test-size plan seeds: they need --power")
         settings = Settings(baseline=parse_baseline(args.baseline) if args.baseline else Settings.baseline,
                             edges=parse_edges(args.buckets) if args.buckets else None,
                             test=args.test, resamples=args.resamples, power=args.power, effect=args.effect,
-                            test_size=args.test_size)
+                            test_size=args.test_size, primary=args.primary)
         reports = build_reports(args.sweep_dirs, settings, check=bool(args.baseline))
         print(render_reports(reports, args.format), end="")
         if args.plots:

@@ -1,42 +1,76 @@
-"""Power planning for the verdict's test (``posenc.report.verdict``), from a sweep's own variance
-components: how small a difference the row's seeds and test set can detect (``mde``), and how
-many seeds a given difference needs on a test set of another size (``seeds_needed``).
+"""Power planning for the verdict's test (``posenc.report.verdict``), from a pilot sweep's own
+variance components: how small a difference the row's seeds and test set can detect (``mde``),
+and how many seeds to book for a given difference on a test set of another size (``booking``).
 
 A per-seed difference d_s = δ + c + e_s + u_s: c the test set's sampling of sentences that every
 seed shares (variance ``shared_var``), e_s the sentence noise that differs from seed to seed
-(``sentence_var``), u_s the seed's own effect (``seed_var``). The test's two variance estimates
-see them as s_d² ≈ seed_var + sentence_var, and the delta-method variance over sentences as
-shared_var + sentence_var / n (mean over seeds) and shared_var + sentence_var (one seed); that
-separates the three (``verdict.SeedTest``). At M sentences instead
-of this test set's N, the two sentence parts scale by N/M (their sd by the square root), the
-seeds' own part does not. The power is that of the test as it runs: Δ normal around δ, s_d² a
-scaled chi-square with n - 1 degrees of freedom, rejection beyond t(0.975, n - 1)·se.
+(``sentence_var``), u_s the seed's own effect (seed_var). The pilot sees s_d² ≈ seed_var +
+sentence_var over its n seeds (``spread_var``, n - 1 degrees of freedom), and the delta-method
+variance over sentences, which separates the other two (``verdict.SeedTest``). At M sentences
+instead of this test set's N the two sentence parts scale by N/M; the seeds' own part does not.
+
+The power is that of the test as it runs: Δ normal around δ, s_d² a scaled chi-square with n - 1
+df, rejection beyond t(0.975, df)·se with the guarded Welch-Satterthwaite df of each s_d².
+
+The pilot's s_d² is itself uncertain: from 3 seeds its 95% range is 0.03 to 3.7 times the truth,
+and the seeds' own part (s_d² minus the sentence part) comes out as zero in about half of such
+pilots where it equals the sentence part. A plan that takes the pilot at its word (the plug-in,
+``seeds_needed_low``) is optimistic exactly where users extrapolate to a larger test set, since
+the seeds' part is the one that more sentences do not shrink. The number to book plans with s_d²
+at its one-sided ``PLAN_LEVEL`` (70%) upper confidence limit from the pilot (Browne 1995). The
+level was chosen by simulating pilots and the seeds they book
+(scripts/validate_planner.py, results/significance_calibration.md): the lowest that delivers a
+mean power of 0.78 or more for 3- and 5-seed pilots, at the pilot's own test size and at 3 and 6
+times it, with the seeds' part 0, equal to and 4 times the sentence part. Assurance over a flat
+prior on the variance was also tried: it over-books up to 14 times the truth's plan where the
+seeds' part is 0.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 
-from posenc.report.verdict import ALPHA
+from posenc.report.verdict import ALPHA, degrees_of_freedom, guard_factor
 
 POWER = 0.8
 DEFAULT_EFFECT = 0.5       # BLEU: the paper's largest gap between placements (Table 4: 0.5)
 MAX_SEEDS = 1000
-_QUANTILES = (np.arange(400) + 0.5) / 400   # where the chi-square of s_d² is integrated
+PLAN_LEVEL = 0.7           # the booking's one-sided upper confidence level for the pilot's s_d²
+WIDE = 2                   # a booking more than this many times the plug-in: the pilot cannot pin it down
+_QUANTILES = (np.arange(200) + 0.5) / 200   # where the chi-square of s_d² is integrated
 
 
 @dataclass(frozen=True)
 class Components:
-    seed_var: float        # the seeds' own effect on d_s
+    """One pilot's components (floats), or many pilots' (arrays of one shape)."""
+    spread_var: float      # s_d²: the pilot's variance of d_s over seeds (seed_var + sentence_var), at N
     sentence_var: float    # sentence noise of one seed's d_s that differs between seeds, at N sentences
     shared_var: float      # test-set sampling shared by every seed, at N sentences
     sentences: int         # N
+    pilot_seeds: int = 0   # n: s_d² has n - 1 degrees of freedom (0: taken as known)
 
     @classmethod
     def of(cls, test) -> "Components":
         """From a ``verdict.SeedTest`` (two or more seeds)."""
-        return cls(max(test.sd_diff ** 2 - test.sentence_var, 0.0), test.sentence_var, test.shared_var, test.sentences)
+        return cls(test.sd_diff ** 2, test.sentence_var, test.shared_var, test.sentences, test.n)
+
+    @property
+    def seed_var(self) -> float:
+        """The seeds' own part as the pilot shows it (the plug-in: cut to 0 where s_d² falls short)."""
+        return np.maximum(self.spread_var - self.sentence_var, 0.0)
+
+    def upper(self, level: float = PLAN_LEVEL) -> "Components":
+        """The same with s_d² at its one-sided ``level`` upper confidence limit (never below the
+        sentence part, which is measured from every sentence)."""
+        from scipy import stats as scipy_stats
+
+        df = self.pilot_seeds - 1
+        if df < 1:
+            return self
+        limit = self.spread_var * df / float(scipy_stats.chi2.ppf(1 - level, df))
+        return replace(self, spread_var=np.maximum(limit, self.sentence_var))
 
     def at(self, sentences: int = None) -> tuple:
         """``(variance of d_s over seeds, shared variance)`` on a test set of ``sentences``."""
@@ -44,27 +78,74 @@ class Components:
         return self.seed_var + self.sentence_var * scale, self.shared_var * scale
 
 
-def power(effect: float, seeds: int, components: Components, sentences: int = None, alpha: float = ALPHA) -> float:
-    """Probability that the verdict's test finds ``effect`` (two-sided, level ``alpha``)."""
-    from scipy import stats as scipy_stats  # 1-2 s to import: paid by --power, not by every start-up
+@cache
+def _t_table():
+    from scipy import stats as scipy_stats
 
-    if seeds < 2:
-        return 0.0
-    spread, shared = components.at(sentences)
-    df = seeds - 1
-    critical = scipy_stats.t.ppf(1 - alpha / 2, df)
-    truth = math.sqrt(shared + spread / seeds)                  # sd of Δ
-    if truth == 0:
-        return 1.0 if effect else 0.0
-    s2 = spread * scipy_stats.chi2.ppf(_QUANTILES, df) / df     # s_d² as the test will see it
+    df = np.exp(np.linspace(0.0, math.log(1e7), 4000))
+    return np.log(df), scipy_stats.t.ppf(1 - ALPHA / 2, df)
+
+
+def t_critical(df) -> np.ndarray:
+    """t(0.975, df) for arrays of (fractional) df, interpolated in log df (within 1e-5 of scipy's)."""
+    log_df, table = _t_table()
+    return np.interp(np.log(np.maximum(df, 1.0)), log_df, table)
+
+
+def power_of(effect, seeds, spread, shared, sentences) -> np.ndarray:
+    """The test's power for arrays that broadcast: ``seeds`` paired seeds, d_s variance ``spread``
+    and shared variance ``shared`` at ``sentences`` test sentences."""
+    from scipy import stats as scipy_stats
+
+    seeds, spread, shared = (np.asarray(x, dtype=float)[..., None] for x in (seeds, spread, shared))
+    df = np.maximum(seeds - 1, 1)
+    s2 = spread * scipy_stats.chi2.ppf(_QUANTILES, df) / df      # s_d² as the test will see it
     se = np.sqrt(s2 / seeds + shared)
-    reject = scipy_stats.norm.sf((critical * se - abs(effect)) / truth) + \
-        scipy_stats.norm.cdf((-critical * se - abs(effect)) / truth)
-    return float(reject.mean())
+    critical = t_critical(degrees_of_freedom(s2 / seeds, shared, seeds, sentences, guard_factor(seeds)))
+    truth = np.sqrt(shared + spread / seeds)                      # sd of Δ
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reject = scipy_stats.norm.sf((critical * se - abs(effect)) / truth) + \
+            scipy_stats.norm.cdf((-critical * se - abs(effect)) / truth)
+    reject = np.where(truth > 0, reject, 1.0 if effect else 0.0)
+    return np.where(seeds >= 2, reject, 0.0).mean(-1)
+
+
+def power(effect: float, seeds: int, components: Components, sentences: int = None) -> float:
+    """Probability that the verdict's test finds ``effect`` (two-sided, level ALPHA)."""
+    spread, shared = components.at(sentences)
+    return float(power_of(effect, seeds, spread, shared, sentences or components.sentences))
+
+
+def plan(effect, spread, shared, sentences, target: float = POWER) -> np.ndarray:
+    """The fewest seeds (>= 2) with power ``target`` for each element of the arrays ``spread`` and
+    ``shared`` (at ``sentences``); -1 where even MAX_SEEDS do not reach it. Bisection, vectorised."""
+    spread, shared = np.broadcast_arrays(np.asarray(spread, dtype=float), np.asarray(shared, dtype=float))
+    low, high = np.full(spread.shape, 2), np.full(spread.shape, MAX_SEEDS)
+    reached = power_of(effect, high, spread, shared, sentences) >= target
+    while np.any(low < high):
+        mid = (low + high) // 2
+        good = power_of(effect, mid, spread, shared, sentences) >= target
+        high, low = np.where(good, mid, high), np.where(good, low, np.minimum(mid + 1, high))
+    return np.where(reached, high, -1)
+
+
+def seeds_needed(effect: float, components: Components, sentences: int = None, target: float = POWER):
+    """The plug-in plan: the fewest seeds with power ``target`` if the pilot's components were the
+    truth; None when even MAX_SEEDS do not reach it."""
+    spread, shared = components.at(sentences)
+    needed = int(plan(effect, spread, shared, sentences or components.sentences, target))
+    return None if needed < 0 else needed
+
+
+def booking(effect: float, components: Components, sentences: int = None, target: float = POWER):
+    """The seeds to book: the plan with the pilot's s_d² at its PLAN_LEVEL upper limit; None as
+    ``seeds_needed``."""
+    return seeds_needed(effect, components.upper(), sentences, target)
 
 
 def mde(seeds: int, components: Components, sentences: int = None, target: float = POWER) -> float:
-    """The smallest |Δ| the test finds with probability ``target`` at these seeds and sentences."""
+    """The smallest |Δ| the test finds with probability ``target`` at these seeds and sentences
+    (the pilot's components taken as they are)."""
     from scipy import optimize
 
     if seeds < 2:
@@ -87,18 +168,3 @@ def reachable(effect: float, components: Components, sentences: int = None, targ
     z = scipy_stats.norm.ppf(1 - ALPHA / 2)
     sd = math.sqrt(shared)
     return float(scipy_stats.norm.sf(z - abs(effect) / sd) + scipy_stats.norm.cdf(-z - abs(effect) / sd)) > target
-
-
-def seeds_needed(effect: float, components: Components, sentences: int = None, target: float = POWER):
-    """The fewest seeds (>= 2) with power ``target`` for ``effect``; None when even MAX_SEEDS do not
-    reach it (the shared test-set part does not shrink with seeds: only more sentences help)."""
-    if power(effect, MAX_SEEDS, components, sentences) < target:
-        return None
-    low, high = 2, MAX_SEEDS          # power grows with the seeds: bisect
-    while low < high:
-        mid = (low + high) // 2
-        if power(effect, mid, components, sentences) >= target:
-            high = mid
-        else:
-            low = mid + 1
-    return low

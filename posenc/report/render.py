@@ -7,9 +7,9 @@ import io
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
 from posenc.cells.schema import field, time_capped
-from posenc.report.power import POWER
+from posenc.report.power import PLAN_LEVEL, POWER
 from posenc.report.references import SOURCES, WHERE
-from posenc.report.rows import as_dicts, order_key, verdict_column
+from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, verdict_column
 from posenc.report.significance import TESTS
 from posenc.report.verdict import ALPHA, BETTER, WORSE
 
@@ -37,8 +37,12 @@ def p_cell(values: dict, suffix: str = "") -> str:
     return "-" if p is None else f"{p:.4f}"
 
 
+def _split(suffix: str) -> str:
+    return suffix.lstrip("_") or "test"
+
+
 def decided(values: dict, metric: str = "bleu", suffix: str = "") -> bool:
-    return values.get(verdict_column("verdict", metric) + suffix) in (BETTER, WORSE)
+    return values.get(own_verdict_column(metric, _split(suffix))) in (BETTER, WORSE)
 
 
 def delta_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
@@ -60,8 +64,21 @@ def p_seeds_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
 
 
 def verdict_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
-    text = values.get(verdict_column("verdict", metric) + suffix) or "-"
+    text = values.get(own_verdict_column(metric, _split(suffix))) or "-"
     return "baseline" if text == "n/a: baseline" else text
+
+
+METRIC_LABEL = {"bleu": "BLEU", "chrf": "chrF++"}
+
+
+def question(primary: str) -> str:
+    metric, split = PRIMARIES[primary]
+    return f"{METRIC_LABEL[metric]} on the {split} split"
+
+
+def verdict_header(report, label: str, metric: str = "bleu", split: str = "test") -> str:
+    """A verdict column's header says whether it answers the table's primary question."""
+    return f"{label} ({'primary' if PRIMARIES[report.settings.primary] == (metric, split) else 'secondary'})"
 
 
 def ci_cell(values: dict) -> str:
@@ -87,8 +104,10 @@ def identity_headers(report) -> list:
 # -- the tables of one sweep ------------------------------------------------------------------
 def scores_table(report):
     headers = identity_headers(report) + ["paper Δ BLEU", "valid PPL", "BLEU (sacreBLEU)", "BLEU 95% CI", "Δ BLEU",
-                                          "Δ 95% CI", "p seeds (Holm)", "verdict", "p sentences only", "chrF++",
-                                          "Δ chrF++", "verdict chrF++", "BLEU (tokenized)", "seeds ok", "not ok"]
+                                          "Δ 95% CI", "p seeds (Holm)", verdict_header(report, "verdict"),
+                                          "p sentences only", "chrF++", "Δ chrF++",
+                                          verdict_header(report, "verdict chrF++", "chrf"), "BLEU (tokenized)",
+                                          "seeds ok", "not ok"]
     body = []
     for row in report.rows:
         v = row.values
@@ -102,8 +121,8 @@ def scores_table(report):
 
 
 def length_table(report):
-    long = ["BLEU long split", "Δ long", "Δ long 95% CI", "verdict long", "p long sentences only", "chrF++ long",
-            "BLEU long (tokenized)"] if report.has_long else []
+    long = ["BLEU long split", "Δ long", "Δ long 95% CI", verdict_header(report, "verdict long", "bleu", "test_long"),
+            "p long sentences only", "chrF++ long", "BLEU long (tokenized)"] if report.has_long else []
     headers = identity_headers(report) + [f"BLEU {label}" for label in report.bucket_labels] + ["BLEU (test)"] + long
     body = []
     for row in report.rows:
@@ -133,15 +152,20 @@ def scores_notes(report) -> list:
         "(1000 resamples) instead. chrF++: sacreBLEU's chrF with word bigrams (CHRF(word_order=2), "
         "`sacrebleu -m chrf --chrf-word-order 2`), mean ± sd over seeds, computed from the outputs where a "
         "record predates it.",
-        f"Δ: row minus its baseline ({key}={value}, same {same}), the mean over the seeds both finished of the "
-        "per-seed differences (seed s against the baseline's seed s). Verdict, * on Δ: a paired t-test over "
-        "those seeds whose variance covers both the spread over seeds and the test set's sampling of "
-        "sentences (se² = sd of the per-seed differences² / n + the variance of Δ over test sentences, one draw "
-        "shared by all seeds; t with n-1 degrees of freedom), Holm-adjusted over the rows compared "
+        f"Δ: row minus its baseline ({key}={value}, same {same}), the mean over the paired seeds (those with "
+        "outputs on both sides; where a row cannot be tested, those both finished) of the per-seed differences "
+        "(seed s against the baseline's seed s); its CI and verdict come from the same seeds. Verdict, * on Δ: "
+        "a paired t-test over those seeds whose variance covers both the spread over seeds and the test set's "
+        "sampling of sentences (se² = sd of the per-seed differences² / n + the variance of Δ over test "
+        "sentences, one draw shared by all seeds; t with Welch-Satterthwaite degrees of freedom, the seeds' "
+        "part at its 75% upper limit), Holm-adjusted over the rows compared "
         f"with the same baseline (p seeds (Holm)); better / worse at adjusted p < {ALPHA}, else no evidence; "
         "it needs two paired seeds. Δ 95% CI: from the same t, not adjusted: a verdict of better or worse always "
         "has a CI that excludes 0; with several rows a CI can exclude 0 while Holm still says no evidence. "
         "The calibration (results/significance_calibration.md) measures its false-positive rate and power.",
+        f"Primary question: {question(s.primary)} (CSV verdict; set with --primary). Every other verdict column "
+        "is secondary: each is Holm-adjusted over its own rows, not with the primary, so a secondary better or "
+        "worse is a lead to follow up, not a finding of this table.",
         f"p sentences only: sacreBLEU's {TESTS[s.test]} (sacrebleu.significance.PairedTest, as "
         f"`sacrebleu --paired-{s.test}`), {s.samples} {'resamples' if s.test == 'bs' else 'trials'}, two-sided, on "
         "the paired seeds' outputs concatenated, as many papers report it. It treats the trained models as fixed: "
@@ -151,25 +175,29 @@ def scores_notes(report) -> list:
         f"{key}={value} row), {WHERE}; the papers' absolute scores (CSV paper_bleu, paper_ppl) are on other test "
         "sets and are not comparable with ours. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
     ]
+    notes += [f"Seeds of {' '.join(map(str, row.identity.values()))}{'' if split == 'test' else ' (' + split + ')'}: "
+              f"Δ, CI and verdict over seeds {', '.join(map(str, row.values[field('delta_seeds', split)]))} only; "
+              f"seed {', '.join(map(str, left))} left out ({row.values.get(field('p_note', split)) or 'no output'})"
+              for row in report.rows for split in ("test", "test_long")
+              if (left := row.values.get(field("delta_seeds_left_out", split)))]
     return notes
 
 
 def power_table(report):
     s = report.settings
     size = f"{s.test_size} sentences" if s.test_size else "this test set"
-    headers = identity_headers(report) + ["paired seeds", "test sentences", "sd: seeds", "sd: sentences per seed",
-                                          "sd: sentences shared", "mde BLEU", f"seeds for Δ = ±{s.effect:g} "
-                                          f"at {size}"]
+    headers = identity_headers(report) + ["pilot seeds", "test sentences", "sd: seeds", "sd: sentences per seed",
+                                          "sd: sentences shared", "mde BLEU", f"seeds to book for Δ = ±{s.effect:g} "
+                                          f"at {size}", "plug-in (optimistic)"]
     body = []
     for row in report.rows:
         v, test = row.values, row.tests.get(("bleu", "test"))
         if test is None:
             continue
-        needed = v.get("seeds_needed")
-        body.append(identity_cells(row) + [str(test.n), str(test.sentences), number(v.get("power_seed_sd")),
+        body.append(identity_cells(row) + [str(v["pilot_seeds"]), str(test.sentences), number(v.get("power_seed_sd")),
                                            number(v.get("power_sentence_sd")), number(v.get("power_shared_sd")),
-                                           number(v.get("mde_bleu")),
-                                           "-" if needed is None else str(needed)])
+                                           number(v.get("mde_bleu")), str(v["seeds_needed"]),
+                                           str(v["seeds_needed_low"])])
     return headers, body
 
 
@@ -177,15 +205,19 @@ def power_notes(report) -> list:
     s = report.settings
     scaled = (f" on {s.test_size} test sentences (the sentence parts scaled by the size ratio, their sd by its square "
               "root)") if s.test_size else ""
-    return [f"Power planning for the verdict's test at α = {ALPHA}, {POWER:.0%} power, from each row's own variance "
-            "components of a per-seed difference (sd of BLEU): the seeds' own effect, the sentence noise that differs "
-            "from seed to seed, and the test-set sampling all seeds share (which more seeds never remove). "
-            "mde BLEU: the smallest |Δ| the verdict finds with "
-            f"{POWER:.0%} power at the row's seeds and test set. Seeds for |Δ| = {s.effect:g}: the fewest seeds that "
-            f"find it with {POWER:.0%} power{scaled}. "
-            "Both come from 2-3 seeds' spread here, which is itself uncertain: read them as orders of magnitude. "
-            "Set with posenc-table --power [--effect D] [--test-size M]; checked against simulation in "
-            "results/significance_calibration.md."]
+    notes = [f"Power planning for the verdict's test at α = {ALPHA}, {POWER:.0%} power, from each row's own variance "
+             "components of a per-seed difference (sd of BLEU): the seeds' own effect, the sentence noise that differs "
+             "from seed to seed, and the test-set sampling all seeds share (which more seeds never remove). "
+             "mde BLEU: the smallest |Δ| the verdict finds with "
+             f"{POWER:.0%} power at the row's seeds and test set, the pilot's spread taken as it is. Seeds to book for "
+             f"|Δ| = {s.effect:g}{scaled}: planned with the pilot's spread over seeds at its {PLAN_LEVEL:.0%} upper "
+             "confidence limit, so that the seeds booked deliver their power on average over what a pilot of this "
+             "size could have shown; plug-in: the same plan if the pilot's spread were the truth, the optimistic end. "
+             "Set with posenc-table --power [--effect D] [--test-size M]; checked by simulating pilots and the seeds "
+             "they book in results/significance_calibration.md."]
+    notes += [f"{' '.join(map(str, row.identity.values()))}: {row.values['power_advice']}."
+              for row in report.rows if row.values.get("power_advice")]
+    return notes
 
 
 def length_notes(report) -> list:

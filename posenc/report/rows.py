@@ -2,7 +2,7 @@
 over seeds, and its difference from a baseline row with a paired test on the system outputs."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 
 import numpy as np
@@ -34,6 +34,13 @@ class ReportError(ValueError):
     """A report option that cannot be honoured; the message is one line."""
 
 
+# The verdicts a table computes, each (metric, split), named as their columns' suffix: `verdict`
+# answers one of them (the primary question, BLEU on the test split by default); the others are
+# secondary, each Holm-adjusted in its own family (docs/statistics.md says why).
+VERDICT_METRICS = ("bleu", "chrf")
+PRIMARIES = {field(metric, split): (metric, split) for split in SPLITS for metric in VERDICT_METRICS}
+
+
 @dataclass(frozen=True)
 class Settings:
     baseline: tuple = ("placement", "both")   # (key, value) of the row every other row is tested against
@@ -43,6 +50,7 @@ class Settings:
     power: bool = False                       # mde_bleu and seeds_needed, and the power section
     effect: float = power_mod.DEFAULT_EFFECT  # the |Δ| seeds_needed is for (BLEU)
     test_size: int = None                     # sentences seeds_needed plans for; None: this test set
+    primary: str = "bleu"                     # the question `verdict` answers: one of PRIMARIES
 
     @property
     def samples(self) -> int:
@@ -122,9 +130,14 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
                 elif not row.problems[split]:
                     row.problems[split] = why
         _scores(row, has_long)
+    check_primary(settings.primary)
+    if PRIMARIES[settings.primary][1] not in splits:
+        raise ReportError(f"--primary {settings.primary}: no cell of this sweep scored the "
+                          f"{PRIMARIES[settings.primary][1]} split; allowed here: bleu, chrf")
     signature = ""
     for split in splits:
         signature = _significance(rows, split, base_key, base_value, settings) or signature
+    _primary(rows, settings.primary)
     edges, labels, sizes = _buckets(rows, settings)
     families = [family(r.cells[0].record) for r in rows]  # as the cells recorded it
     for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows], families)):
@@ -133,6 +146,11 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     if settings.power:
         _power(rows, settings)
     return Report(sweep, rows, settings, edges, labels, sizes, has_long, signature, warnings)
+
+
+def check_primary(primary: str) -> None:
+    if primary not in PRIMARIES:
+        raise ReportError(f"--primary {primary}: names no metric of the table; allowed: {', '.join(PRIMARIES)}")
 
 
 def row_keys(sweep) -> list:
@@ -224,16 +242,21 @@ def _significance(rows, split, base_key, base_value, settings):
             continue
         mine, theirs = row.seed_values(field("bleu", split)), base.seed_values(field("bleu", split))
         common = [s for s in mine if s in theirs]
-        if common:
-            v[f"delta_bleu{suffix}"] = float(np.mean([mine[s] - theirs[s] for s in common]))
-        chrf_mine, chrf_theirs = row.chrf_by_seed.get(split, {}), base.chrf_by_seed.get(split, {})
-        chrf_common = [s for s in chrf_mine if s in chrf_theirs]
-        if chrf_common:
-            v[f"delta_chrf{suffix}"] = float(np.mean([chrf_mine[s] - chrf_theirs[s] for s in chrf_common]))
         v[f"p_note{suffix}"] = _untestable(row, base, split, common)
+        paired = tuple(s for s in common if s in row.outputs[split] and s in base.outputs[split])
+        # Δ, its CI and the verdict over the same seeds: those with outputs on both sides where the
+        # row is tested, else (no verdict) those both finished.
+        used = paired if not v[f"p_note{suffix}"] else tuple(common)
+        v[f"delta_seeds{suffix}"] = list(used)
+        v[f"delta_seeds_left_out{suffix}"] = [s for s in common if s not in used]
+        if used:
+            v[f"delta_bleu{suffix}"] = float(np.mean([mine[s] - theirs[s] for s in used]))
+        chrf_mine, chrf_theirs = row.chrf_by_seed.get(split, {}), base.chrf_by_seed.get(split, {})
+        chrf_used = [s for s in used if s in chrf_mine and s in chrf_theirs]
+        if chrf_used:
+            v[f"delta_chrf{suffix}"] = float(np.mean([chrf_mine[s] - chrf_theirs[s] for s in chrf_used]))
         if v[f"p_note{suffix}"]:
             continue
-        paired = tuple(s for s in common if s in row.outputs[split] and s in base.outputs[split])
         batches.setdefault((id(base), paired), (base, paired, []))[2].append(row)
     signature = ""
     def joined(row, paired):
@@ -261,10 +284,15 @@ def verdict_column(name: str, metric: str = "bleu", split: str = "test") -> str:
     return field(name + ("" if metric == "bleu" else f"_{metric}"), split)
 
 
+def own_verdict_column(metric: str = "bleu", split: str = "test") -> str:
+    """The column of the metric's own verdict on the split (`verdict` itself is the primary's)."""
+    return "verdict_bleu" if (metric, split) == ("bleu", "test") else verdict_column("verdict", metric, split)
+
+
 def _verdicts(rows, by_group, base_key, base_value, split, batches):
     """The seed test of every testable row, Holm over the rows sharing a baseline, the verdict."""
     tested = {id(row): (base, paired) for base, paired, members in batches.values() for row in members}
-    for metric in ("bleu", "chrf"):
+    for metric in VERDICT_METRICS:
         families = {}
         for row in rows:
             cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
@@ -293,6 +321,16 @@ def _verdicts(rows, by_group, base_key, base_value, split, batches):
                 r.values[cols["verdict"]] = verdict(r.tests[(metric, split)].delta, adjusted[id(r)])
 
 
+def _primary(rows, primary: str) -> None:
+    """`verdict` answers the primary question; BLEU's own test-split verdict stays in `verdict_bleu`."""
+    metric, split = PRIMARIES[primary]
+    for row in rows:
+        v = row.values
+        v["verdict_bleu"] = v["verdict"]
+        v["verdict"] = v[verdict_column("verdict", metric, split)]
+        v["primary"] = primary
+
+
 def _paper_deltas(rows, base_key, base_value):
     """The paper's own Δ beside a row whose paper measured the same comparison as its baseline."""
     by_group = {}
@@ -310,23 +348,45 @@ def _paper_deltas(rows, base_key, base_value):
 
 
 def _power(rows, settings):
-    """mde_bleu (at the row's seeds and test set) and seeds_needed (for settings.effect at
-    settings.test_size) from the row's own variance components."""
+    """mde_bleu (at the row's seeds and test set), and for settings.effect at settings.test_size the
+    seeds to book (seeds_needed), the plug-in plan (seeds_needed_low) and the pilot they rest on."""
     for row in rows:
         test = row.tests.get(("bleu", "test"))
-        row.values["mde_bleu"] = row.values["seeds_needed"] = None
+        v = row.values
+        v["mde_bleu"] = v["seeds_needed"] = v["seeds_needed_low"] = v["pilot_seeds"] = None
         if test is None:
             continue
         components = power_mod.Components.of(test)
-        row.values["mde_bleu"] = power_mod.mde(test.n, components)
-        needed = power_mod.seeds_needed(settings.effect, components, settings.test_size)
-        if needed is None:
-            needed = f">{power_mod.MAX_SEEDS}" if power_mod.reachable(settings.effect, components, settings.test_size) \
-                else "n/a: not with this many test sentences, whatever the seeds"
-        row.values["seeds_needed"] = needed
-        row.values["power_seed_sd"] = math.sqrt(components.seed_var)
-        row.values["power_sentence_sd"] = math.sqrt(components.sentence_var)
-        row.values["power_shared_sd"] = math.sqrt(components.shared_var)
+        v["mde_bleu"] = power_mod.mde(test.n, components)
+        v["pilot_seeds"] = test.n
+        v["seeds_needed"] = _needed(power_mod.booking, settings, components)
+        v["seeds_needed_low"] = _needed(power_mod.seeds_needed, settings, components)
+        v["power_advice"] = _advice(settings, components, v["seeds_needed"], v["seeds_needed_low"])
+        v["power_seed_sd"] = math.sqrt(components.seed_var)
+        v["power_sentence_sd"] = math.sqrt(components.sentence_var)
+        v["power_shared_sd"] = math.sqrt(components.shared_var)
+
+
+UNREACHABLE = "n/a: not with this many test sentences, whatever the seeds"
+
+
+def _needed(planner, settings, components):
+    needed = planner(settings.effect, components, settings.test_size)
+    if needed is not None:
+        return needed
+    reachable = power_mod.reachable(settings.effect, components, settings.test_size)
+    return f">{power_mod.MAX_SEEDS}" if reachable else UNREACHABLE
+
+
+def _advice(settings, components, book, low) -> str:
+    """What a user does when the pilot is too small to vouch for its plan, or ""."""
+    n = components.pilot_seeds
+    if not isinstance(book, int) or not isinstance(low, int) or book <= power_mod.WIDE * low:
+        return ""
+    again = power_mod.booking(settings.effect, replace(components, pilot_seeds=2 * n), settings.test_size)
+    then = f"about {again}" if again is not None else f"more than {power_mod.MAX_SEEDS}"
+    return (f"{n} seeds cannot pin this down (the plan ranges from {low} to {book}): book {book}, or run {n} more "
+            f"and plan again; with {2 * n} seeds that spread as these do, the booking would be {then}")
 
 
 def _untestable(row, base, split, common) -> str:

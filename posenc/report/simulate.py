@@ -9,14 +9,12 @@ statistics are extracted once, for a grid of rates and a few independent corrupt
 that sentence at one of the two neighbouring grid rates (the upper with the probability that
 interpolates the rate), so every sentence's statistics are those of a real corrupted sentence.
 
-Two models of the sentence noise. ``independent``: every output draws its corruptions afresh, so
-seeds of one system differ sentence by sentence and the seeds share nothing on the test set.
-``shared``: a system draws which corruption each sentence gets once, and its seeds only move its
-rate, so the seeds agree sentence by sentence and a system can be luckier than another on this
-very test set in every seed (what seeds of one real architecture do, to a degree).
+Models of the sentence noise (``NOISE``): for each sentence, which corruption an output gets is
+drawn once for both systems (two models trained on one corpus fail on the same hard sentences),
+once per system (its seeds agree sentence by sentence, so one system can be luckier than another
+on this very test set in every seed), or afresh for each output, in set proportions.
 """
 
-import math
 import random
 from dataclasses import dataclass
 
@@ -24,7 +22,7 @@ import numpy as np
 
 from posenc.report.significance import Scorer
 from posenc.report.vector_scores import bleu
-from posenc.report.verdict import ALPHA, seed_test, t_test
+from posenc.report.verdict import ALPHA, p_values, test_parts
 
 NOISE = ("independent", "shared")
 
@@ -69,20 +67,6 @@ class Pool:
         """The corruption rate whose corpus BLEU is ``target_bleu`` (the curve falls with the rate)."""
         return np.interp(-np.asarray(target_bleu, dtype=float), -self.curve, self.rates)
 
-    def noise(self, rng: np.random.Generator, size: int):
-        """The random choices of one output: per sentence a uniform (which grid rate) and a draw."""
-        return rng.random(size), rng.integers(0, self.stats.shape[1], size)
-
-    def output(self, rate: float, noise, sentences: np.ndarray) -> np.ndarray:
-        """Per-sentence statistics ``(len(sentences), k)`` of one output at ``rate`` with the choices
-        ``noise``; ``sentences`` indexes the pool's sentences (another test size resamples them)."""
-        uniform, draw = noise
-        position = np.interp(rate, self.rates, np.arange(len(self.rates)))
-        low = int(np.floor(position))
-        high = min(low + 1, len(self.rates) - 1)
-        grid = np.where(uniform < position - low, high, low)
-        return self.stats[grid, draw, sentences]
-
 
 def sacrebleu_star_p(row: np.ndarray, base: np.ndarray, counts: np.ndarray, options=None) -> float:
     """Today's ``p``: sacreBLEU's paired bootstrap (``significance._paired_bs_test``) on the seeds'
@@ -94,60 +78,87 @@ def sacrebleu_star_p(row: np.ndarray, base: np.ndarray, counts: np.ndarray, opti
     return (np.sum(sample - sample.mean() > real) + 1) / (len(sample) + 1)
 
 
+# How an output draws, for each sentence, which real corrupted sentence it gets:
+# (share across the two systems, share across a system's seeds); the rest is fresh per output.
+NOISE = {
+    "independent": (0.0, 0.0),       # every output afresh: seeds and systems share nothing
+    "partly shared": (0.3, 0.3),     # 30% of sentences go the same way in both systems (one corpus's hard
+                                     # sentences), 30% the same way in a system's seeds, 40% per output
+    "shared": (0.0, 1.0),            # a system's seeds agree sentence by sentence
+}
+
+
 @dataclass(frozen=True)
 class Setting:
     seeds: int
     sentences: int
     seed_sd: float          # sd of one system's corpus BLEU over seeds from its rate (before sentence noise)
     effect: float           # true difference in BLEU, row minus baseline
-    noise: str = "independent"
+    noise: str = "partly shared"
     base_bleu: float = 40.0
 
 
-def combined(test, combine: str) -> float:
-    """se² of the verdict's alternatives, from the same test's parts."""
-    if combine == "sum":
-        return test.sd_diff ** 2 / test.n + test.var_test
-    if combine == "max":
-        return max(test.sd_diff ** 2 / test.n, test.var_test)
-    return test.se ** 2
+KEYS = ("delta", "p", "p_before", "p_plain", "ci_low", "ci_high", "p_star", "seed_bleu_sd", "sd_diff", "var_test",
+        "var_test_seed")
 
 
-def simulate(pool: Pool, setting: Setting, comparisons: int, seed: int = 0, star_comparisons: int = None,
-             star_resamples: int = 300):
-    """``comparisons`` independent sweeps of a row against its baseline. Returns a dict of arrays:
-    ``delta``, ``p_shared`` (the verdict's p), ``p_sum`` and ``p_max`` (the alternatives),
-    ``ci_low``/``ci_high``, ``p_star`` (today's p: sacreBLEU's paired bootstrap on the concatenated
-    outputs; NaN beyond the first ``star_comparisons``), ``seed_bleu_sd`` (the baseline's measured
-    sd over seeds, sentence noise included), and the test's variance parts."""
+def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-sentence statistics of ``count`` sweeps, ``(count, 2 systems, seeds, sentences, k)``:
+    system 0 the baseline, 1 the row. Each sweep's test set is ``sentences`` distinct sentences of
+    the pool (the pool's own when it has as many)."""
+    n, size, available = setting.seeds, setting.sentences, pool.stats.shape[2]
+    if size > available:
+        raise ValueError(f"{size} test sentences asked for; the pool has {available} distinct ones")
+    sentences = (np.broadcast_to(np.arange(size), (count, size)) if size == available
+                 else np.argsort(rng.random((count, available)), axis=1)[:, :size])
+    across, within = NOISE[setting.noise]
+    kind = rng.random((count, 1, 1, size))
+    uniform = np.where(kind < across, rng.random((count, 1, 1, size)),
+                       np.where(kind < across + within, rng.random((count, 2, 1, size)),
+                                rng.random((count, 2, n, size))))
+    draws = pool.stats.shape[1]
+    draw = np.where(kind < across, rng.integers(0, draws, (count, 1, 1, size)),
+                    np.where(kind < across + within, rng.integers(0, draws, (count, 2, 1, size)),
+                             rng.integers(0, draws, (count, 2, n, size))))
+    bleus = setting.base_bleu + setting.effect * np.arange(2)[None, :, None] + \
+        setting.seed_sd * rng.standard_normal((count, 2, n))
+    position = np.interp(pool.rate_for(bleus), pool.rates, np.arange(len(pool.rates)))[..., None]   # (c, 2, n, 1)
+    low = np.floor(position).astype(int)
+    grid = np.where(uniform < position - low, np.minimum(low + 1, len(pool.rates) - 1), low)
+    return pool.stats[grid, draw, sentences[:, None, None, :]]
+
+
+def simulate(pool: Pool, setting: Setting, comparisons: int, seed: int = 0, star_comparisons: int = 0,
+             star_resamples: int = 300, chunk: int = 2_000_000):
+    """``comparisons`` independent sweeps of a row against its baseline, vectorised in chunks of
+    about ``chunk`` sentences x seeds. Returns a dict of arrays (``KEYS``): ``delta``, ``p`` (the
+    verdict's p), ``p_before`` (the same se on t(n - 1), the verdict before issue 22), ``p_plain``
+    (unguarded Welch-Satterthwaite df), ``ci_low``/``ci_high`` (the verdict's), ``p_star``
+    (sacreBLEU's paired bootstrap on the concatenated outputs; NaN beyond the first
+    ``star_comparisons``), ``seed_bleu_sd`` (the baseline's sd over seeds, sentence noise
+    included) and the test's variance parts."""
+    from scipy import stats as scipy_stats
+
     rng = np.random.default_rng(seed)
     n, size = setting.seeds, setting.sentences
-    star_comparisons = comparisons if star_comparisons is None else star_comparisons
+    out = {k: np.full(comparisons, np.nan) for k in KEYS}
+    step = max(1, chunk // (2 * n * size))
     star_counts = resample_counts(n * size, star_resamples, seed=seed + 2) if star_comparisons else None
-    keys = ("delta", "p_shared", "p_sum", "p_max", "ci_low", "ci_high", "p_star", "seed_bleu_sd", "sd_diff", "var_test",
-            "var_test_seed")
-    out = {k: np.full(comparisons, np.nan) for k in keys}
-    for c in range(comparisons):
-        # One test set per sweep: the pool's own sentences, or a resample of them to another size.
-        sentences = (np.arange(size) if size == pool.stats.shape[2]
-                     else rng.integers(0, pool.stats.shape[2], size))
-        base_bleus = setting.base_bleu + setting.seed_sd * rng.standard_normal(n)
-        row_bleus = setting.base_bleu + setting.effect + setting.seed_sd * rng.standard_normal(n)
-        outputs = {}
-        for name, bleus in (("base", base_bleus), ("row", row_bleus)):
-            shared = pool.noise(rng, size)
-            outputs[name] = [pool.output(r, shared if setting.noise == "shared" else pool.noise(rng, size), sentences)
-                             for r in pool.rate_for(bleus)]
-        test = seed_test(outputs["row"], outputs["base"], {})
-        for combine in ("sum", "max"):
-            out[f"p_{combine}"][c] = t_test(test.delta, math.sqrt(combined(test, combine)), n - 1)[0]
-        out["delta"][c], out["p_shared"][c] = test.delta, test.p
-        out["ci_low"][c], out["ci_high"][c] = test.ci_low, test.ci_high
-        out["sd_diff"][c], out["var_test"][c], out["var_test_seed"][c] = test.sd_diff, test.var_test, test.var_test_seed
-        out["seed_bleu_sd"][c] = float(np.std(bleu(np.stack(outputs["base"]).sum(1, dtype=np.float64), {}), ddof=1))
-        if c < star_comparisons:
-            out["p_star"][c] = sacrebleu_star_p(np.concatenate(outputs["row"]), np.concatenate(outputs["base"]),
-                                                star_counts)
+    for start in range(0, comparisons, step):
+        part = slice(start, min(start + step, comparisons))
+        stats = _outputs(pool, setting, part.stop - part.start, rng)
+        delta, sd, var_test, var_test_seed = test_parts(stats[:, 1], stats[:, 0], {})
+        p, se, df = p_values(delta, sd, var_test, var_test_seed, n, size)
+        half = scipy_stats.t.ppf(1 - ALPHA / 2, df) * se
+        out["p"][part], out["ci_low"][part], out["ci_high"][part] = p, delta - half, delta + half
+        out["p_before"][part] = p_values(delta, sd, var_test, var_test_seed, n, size, df=n - 1)[0]
+        out["p_plain"][part] = p_values(delta, sd, var_test, var_test_seed, n, size, guard=1.0)[0]
+        out["delta"][part], out["sd_diff"][part] = delta, sd
+        out["var_test"][part], out["var_test_seed"][part] = var_test, var_test_seed
+        out["seed_bleu_sd"][part] = bleu(stats[:, 0].sum(-2, dtype=np.float64), {}).std(-1, ddof=1)
+        for c in range(part.start, min(part.stop, star_comparisons)):
+            row, base = stats[c - part.start, 1], stats[c - part.start, 0]
+            out["p_star"][c] = sacrebleu_star_p(np.concatenate(row), np.concatenate(base), star_counts)
     return out
 
 

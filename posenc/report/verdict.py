@@ -7,16 +7,25 @@ sentence noise that differs from seed to seed, and by the test set's sampling of
 every seed shares (a row luckier on these very sentences in every seed). The spread of the d_s
 over seeds, s_d, holds the first two; it cannot show the third. So
 
-    se² = s_d² / n + v_shared,   t = Δ / se,   Student's t with n - 1 degrees of freedom,
+    se² = s_d² / n + v_shared,   t = Δ / se,   Student's t with the df below, two-sided.
 
-two-sided. The t with n - 1 degrees of freedom is exact for the seed part (normal d_s), even at
-n = 3, when seeds agree closely by chance. v_shared comes from the per-sentence influence of each
+The degrees of freedom are Welch-Satterthwaite's for that sum (``degrees_of_freedom``): n - 1 for
+s_d², sentences - 1 for v_shared, which is measured from every test sentence. Where s_d²/n
+dominates, df → n - 1, the exact t of the seed part (normal d_s), even at n = 3; where v_shared
+dominates, df grows towards the sentences' and the test stops paying t(0.975, 2) = 4.30 for a
+part that it knows well. Plain Satterthwaite trusts an s_d that is small by chance (3 seeds that
+agree): its level reaches 0.078 at n = 3. So the seeds' part enters the df at its one-sided 75%
+upper confidence limit (``DF_GUARD``), which keeps the level at 0.051 or less for every mix of
+the two parts at n = 3, 5 and 10 (closed form, and the calibration on real text).
+
+v_shared comes from the per-sentence influence of each
 seed's output on its corpus score (the delta-method variance, the large-sample value of a
 bootstrap over sentences, which tests/test_report_verdict.py checks against a bootstrap): with
 one draw of sentences shared by all seeds the variance of Δ is v_test = v_shared + v_seed / n,
 and per seed it is v_shared + v_seed, which separates the two. The calibration
 (scripts/calibrate_significance.py, results/significance_calibration.md) measured this against
-two alternatives (s_d²/n + v_test, and the larger of s_d²/n and v_test) on real text and chose it.
+two alternatives (s_d²/n + v_test, and the larger of s_d²/n and v_test) on real text and chose it;
+the guarded Welch-Satterthwaite df replaced t(n - 1) after the calibration of issue 22.
 """
 
 import math
@@ -28,9 +37,9 @@ from posenc.report.vector_scores import SCORERS
 
 ALPHA = 0.05
 BETTER, WORSE, NO_EVIDENCE = "better", "worse", "no evidence"
-# How se² is made. "shared" (the verdict): s_d²/n + the shared part of v_test. "sum": s_d²/n + v_test.
-# "max": the larger of s_d²/n and v_test. The calibration measured all three.
-COMBINE = ("shared", "sum", "max")
+# The seeds' part s_d²/n enters the degrees of freedom at its upper confidence limit of this level
+# (one-sided 75%): a small s_d from few seeds must not buy a large df (module docstring).
+DF_GUARD = 0.75
 
 
 @dataclass(frozen=True)
@@ -45,25 +54,28 @@ class SeedTest:
     var_test: float       # v_test: variance of delta over test sentences (shared draw)
     var_test_seed: float  # mean over seeds of the variance of one seed's d_s over test sentences
     sentences: int        # test sentences per seed
-
-    @property
-    def df(self) -> int:
-        return self.n - 1
+    df: float = float("nan")   # the t's degrees of freedom (``degrees_of_freedom``)
 
     @property
     def sentence_var(self) -> float:
-        """Sentence noise of one seed's d_s that differs from seed to seed: the per-seed variance
-        over sentences exceeds that of the mean over seeds by (1 - 1/n) of it."""
-        if self.n < 2:
-            return float("nan")
-        return max((self.var_test_seed - self.var_test) * self.n / (self.n - 1), 0.0)
+        """Sentence noise of one seed's d_s that differs from seed to seed (``split_variance``)."""
+        return float(split_variance(self.var_test, self.var_test_seed, self.n)[0])
 
     @property
     def shared_var(self) -> float:
         """Sampling of test sentences that every seed shares: what the seeds' spread cannot show."""
-        if self.n < 2:
-            return self.var_test
-        return max(self.var_test - self.sentence_var / self.n, 0.0)
+        return float(split_variance(self.var_test, self.var_test_seed, self.n)[1])
+
+
+def split_variance(var_test, var_test_seed, n: int):
+    """``(sentence_var, shared_var)`` from the variance over sentences of Δ (mean over n seeds) and
+    of one seed's d_s: the per-seed one exceeds the mean's by (1 - 1/n) of the sentence noise that
+    differs between seeds; the rest is shared. Arrays broadcast; n < 2 cannot separate them."""
+    var_test, var_test_seed = np.asarray(var_test, dtype=float), np.asarray(var_test_seed, dtype=float)
+    if n < 2:
+        return np.full(var_test.shape, np.nan), var_test
+    sentence = np.maximum((var_test_seed - var_test) * n / (n - 1), 0.0)
+    return sentence, np.maximum(var_test - sentence / n, 0.0)
 
 
 def influence(stats: np.ndarray, options: dict, metric: str) -> np.ndarray:
@@ -81,34 +93,70 @@ def influence(stats: np.ndarray, options: dict, metric: str) -> np.ndarray:
     return np.einsum("...nk,...k->...n", stats, gradient)
 
 
-def seed_test(row_stats, base_stats, options: dict, metric: str = "bleu", combine: str = "shared") -> SeedTest:
+def guard_factor(seeds):
+    """(n - 1) / chi2.ppf(1 - DF_GUARD, n - 1): the factor that takes s_d² to its upper limit."""
+    from scipy import stats as scipy_stats
+
+    df = np.maximum(np.asarray(seeds, dtype=float) - 1, 1)
+    return df / scipy_stats.chi2.ppf(1 - DF_GUARD, df)
+
+
+def degrees_of_freedom(seed_part, shared, seeds, sentences, guard=None):
+    """Welch-Satterthwaite degrees of freedom of ``seed_part + shared`` (seed_part = s_d²/n on
+    ``seeds`` - 1 df, shared = v_shared on ``sentences`` - 1 df), with the seeds' part at its
+    DF_GUARD upper limit. Arrays broadcast; ``guard`` is ``guard_factor(seeds)`` when precomputed."""
+    seed_part, shared = np.asarray(seed_part, dtype=float), np.asarray(shared, dtype=float)
+    nu_seeds = np.asarray(seeds, dtype=float) - 1
+    nu_shared = np.maximum(np.asarray(sentences, dtype=float) - 1, 1)
+    upper = seed_part * (guard_factor(seeds) if guard is None else guard)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (upper + shared) ** 2 / (upper ** 2 / nu_seeds + shared ** 2 / nu_shared)
+    return np.where(upper + shared > 0, df, nu_seeds)
+
+
+def test_parts(row: np.ndarray, base: np.ndarray, options: dict, metric: str = "bleu"):
+    """``(delta, sd_diff, var_test, var_test_seed)`` of rows against baselines, arrays over the
+    leading axes of ``row`` and ``base`` ``(..., n seeds, N sentences, k)``."""
+    score = SCORERS[metric]
+    n, sentences = row.shape[-3], row.shape[-2]
+    diffs = score(row.sum(-2, dtype=np.float64), options) - score(base.sum(-2, dtype=np.float64), options)
+    sd = diffs.std(-1, ddof=1) if n > 1 else np.zeros(diffs.shape[:-1])
+    per_seed = influence(row, options, metric) - influence(base, options, metric)   # (..., n, N)
+    return (diffs.mean(-1), sd, sentences * per_seed.mean(-2).var(-1), sentences * per_seed.var(-1).mean(-1))
+
+
+def p_values(delta, sd_diff, var_test, var_test_seed, n: int, sentences: int, df=None, guard=None):
+    """``(p, se, df)`` of the verdict's test, arrays; ``df`` given (e.g. n - 1) replaces its
+    degrees of freedom (the calibration's "before"), ``guard=1`` takes plain Satterthwaite's."""
+    from scipy import stats as scipy_stats
+
+    shared = split_variance(var_test, var_test_seed, n)[1]
+    seed_part = np.asarray(sd_diff, dtype=float) ** 2 / n
+    se = np.sqrt(seed_part + shared)
+    df = degrees_of_freedom(seed_part, shared, n, sentences, guard) if df is None else np.broadcast_to(df, se.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * scipy_stats.t.sf(np.abs(delta) / se, df)
+    return np.where(se > 0, p, np.where(np.asarray(delta) == 0, 1.0, 0.0)), se, df
+
+
+def seed_test(row_stats, base_stats, options: dict, metric: str = "bleu") -> SeedTest:
     """The test of one row against its baseline. ``row_stats`` and ``base_stats``: per paired seed
     (same order), the per-sentence statistics ``(sentences, k)`` on the same test set."""
-    score = SCORERS[metric]
     row = np.stack([np.asarray(s, dtype=np.float64) for s in row_stats])      # (n, N, k)
     base = np.stack([np.asarray(s, dtype=np.float64) for s in base_stats])
     n, sentences, _ = row.shape
-    diffs = score(row.sum(1), options) - score(base.sum(1), options)
-    delta = float(diffs.mean())
-    sd = float(diffs.std(ddof=1)) if n > 1 else 0.0
-    per_seed = influence(row, options, metric) - influence(base, options, metric)   # (n, N)
-    var_test = float(sentences * per_seed.mean(0).var())
-    var_test_seed = float(sentences * per_seed.var(1).mean())
+    delta, sd, var_test, var_test_seed = (float(x) for x in test_parts(row, base, options, metric))
     parts = SeedTest(delta, float("nan"), float("nan"), float("nan"), float("nan"), n, sd, var_test, var_test_seed,
                      sentences)
     if n < 2:
         return parts
-    if combine == "shared":
-        se = math.sqrt(sd ** 2 / n + parts.shared_var)
-    elif combine == "sum":
-        se = math.sqrt(sd ** 2 / n + var_test)
-    else:
-        se = math.sqrt(max(sd ** 2 / n, var_test))
-    p, low, high = t_test(delta, se, n - 1)
-    return replace(parts, se=se, p=p, ci_low=low, ci_high=high)
+    se = math.sqrt(sd ** 2 / n + parts.shared_var)
+    df = float(degrees_of_freedom(sd ** 2 / n, parts.shared_var, n, sentences))
+    p, low, high = t_test(delta, se, df)
+    return replace(parts, se=se, p=p, ci_low=low, ci_high=high, df=df)
 
 
-def t_test(delta: float, se: float, df: int):
+def t_test(delta: float, se: float, df: float):
     """``(p, ci_low, ci_high)`` of ``delta`` with standard error ``se`` on Student's t(df)."""
     if df < 1 or math.isnan(se):
         return float("nan"), float("nan"), float("nan")
