@@ -53,7 +53,7 @@ def test_the_sweep_end_table_has_significance_buckets_long_split_and_figures(swe
     assert "| model.args.dropout |" in table  # the '+' key is a row key: its two values are never averaged
     # one baseline per dropout, in the verdict columns of BLEU and chrF++ on the test split and of the long split
     assert table.count("| baseline |") == 6
-    for column in ("Δ BLEU", "| verdict |", "| p sentences only |", "95% CI", "BLEU 1-8", "BLEU 13+",
+    for column in ("Δ BLEU", "| verdict (primary) |", "| p sentences only |", "95% CI", "BLEU 1-8", "BLEU 13+",
                    "BLEU long split", "p long"):
         assert column in table
     # every row tested by sacreBLEU; the verdict over seeds needs two seeds (this sweep has one)

@@ -177,7 +177,8 @@ def scores_notes(report) -> list:
     ]
     notes += [f"Seeds of {' '.join(map(str, row.identity.values()))}{'' if split == 'test' else ' (' + split + ')'}: "
               f"Δ, CI and verdict over seeds {', '.join(map(str, row.values[field('delta_seeds', split)]))} only; "
-              f"seed {', '.join(map(str, left))} left out ({row.values.get(field('p_note', split)) or 'no output'})"
+              f"seed {', '.join(map(str, left))} left out "
+              f"({row.values.get(field('p_note', split)) or row.values.get(field('delta_seeds_why', split))})"
               for row in report.rows for split in ("test", "test_long")
               if (left := row.values.get(field("delta_seeds_left_out", split)))]
     return notes

@@ -249,6 +249,8 @@ def _significance(rows, split, base_key, base_value, settings):
         used = paired if not v[f"p_note{suffix}"] else tuple(common)
         v[f"delta_seeds{suffix}"] = list(used)
         v[f"delta_seeds_left_out{suffix}"] = [s for s in common if s not in used]
+        v[f"delta_seeds_why{suffix}"] = row.problems[split] or (base.problems[split] and
+                                                                 f"baseline: {base.problems[split]}")
         if used:
             v[f"delta_bleu{suffix}"] = float(np.mean([mine[s] - theirs[s] for s in used]))
         chrf_mine, chrf_theirs = row.chrf_by_seed.get(split, {}), base.chrf_by_seed.get(split, {})
@@ -310,6 +312,7 @@ def _verdicts(rows, by_group, base_key, base_value, split, batches):
             theirs = [base.outputs[split][s].arrays(metric) for s in paired]
             test = seed_test([m[0] for m in mine], [t[0] for t in theirs], mine[0][1], metric)
             row.tests[(metric, split)] = test
+            row.values[field(f"delta_{metric}", split)] = test.delta   # the CI's own centre, from the same seeds
             row.values[cols["p_seeds"]] = test.p
             row.values[cols["delta_ci_low"]], row.values[cols["delta_ci_high"]] = test.ci_low, test.ci_high
             families.setdefault(id(base), []).append(row)
