@@ -3,10 +3,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-# This machine keeps a CPU build of torch 2.13.0 on disk; a bare `torch` requirement would pull a
-# multi-GB CUDA build. GPU users install their CUDA torch into .venv first (see README): a torch
-# that is already importable is never replaced.
+# torch goes in first, from TORCH_SPEC, so that the project's own `torch` requirement never picks a
+# build. Which build pip's index serves decides what that is: on x86-64 Linux the public PyPI
+# serves the multi-GB CUDA build (this machine keeps a CPU build of torch 2.13.0 on disk instead).
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu takes it from PyTorch's CPU index. GPU users
+# install their CUDA torch into .venv first (see README): a torch that already imports is kept.
 TORCH_SPEC ?= torch==2.13.0
+TORCH_INDEX ?=
 STAMP  := $(VENV)/.posenc-installed
 
 .PHONY: setup test test-fast lint table4 bench gpu-check clean-venv slurm-up slurm-down slurm-status
@@ -15,7 +18,8 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
+	@$(PY) -c "import torch" 2>/dev/null || \
+		$(PIP) install -q "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)")
 	$(PIP) install -q -e ".[test]"
 	@touch $(STAMP)
 

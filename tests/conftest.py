@@ -6,6 +6,7 @@ import pytest
 
 import posenc.cells.keys  # noqa: F401 -- registers ${posenc_keys:...}, which conf/config.yaml names
 from fairseq_tools import fairseq
+from project import hidden_fairseq_config_store
 
 
 @pytest.fixture
@@ -16,11 +17,8 @@ def without_fairseq_config_store():
     Not autouse: fairseq itself composes from those entries (``convert_namespace_to_omegaconf``
     fails without them), so only the files that compose the project's config ask for it, with
     ``pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")``."""
-    from hydra.core.config_store import ConfigStore
-    repo = ConfigStore.instance().repo
-    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
-    yield
-    repo.update(hidden)
+    with hidden_fairseq_config_store():
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,14 @@
 """The project as the tests reach it: its config tree composed as ``posenc-run`` composes it, and
 ``posenc-run`` run as a user types it, in a child process."""
 
+import contextlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -17,6 +19,18 @@ def compose_cfg(*overrides, hydra=True):
     """The root config with ``overrides`` (and Hydra's own node, unless ``hydra=False``)."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         return compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
+
+
+@contextlib.contextmanager
+def hidden_fairseq_config_store():
+    """Hide what fairseq put into Hydra's global ConfigStore when it was imported (its own ``config``
+    schema and groups, which would be composed into ours) for the time of the ``with``."""
+    repo = ConfigStore.instance().repo
+    hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
+    try:
+        yield
+    finally:
+        repo.update(hidden)
 
 
 def posenc_run(*args, cwd, cache, env=None, timeout=900):

@@ -25,15 +25,16 @@ def doc_files(root: Path = REPO) -> list[Path]:
     return [p for p in pages if p.is_file()]
 
 
-def prose_lines(text: str):
-    """(line number, line) outside fenced code blocks, with inline code spans blanked out."""
+def prose_lines(text: str, blank_code: bool = True):
+    """(line number, line) outside fenced code blocks, with inline code spans blanked out (a
+    link inside code is no link) unless ``blank_code`` is false (a heading's code is its text)."""
     fenced = False
     for number, line in enumerate(text.splitlines(), 1):
         if FENCE.match(line):
             fenced = not fenced
             continue
         if not fenced:
-            yield number, INLINE_CODE.sub("", line)
+            yield number, INLINE_CODE.sub("", line) if blank_code else line
 
 
 def github_slug(heading: str) -> str:
@@ -50,7 +51,7 @@ def anchors(path: Path) -> set[str]:
     """Every heading anchor of a Markdown file; a repeated slug gets -1, -2, ... as on GitHub."""
     seen: Counter[str] = Counter()
     found = set()
-    for _, line in prose_lines(path.read_text(encoding="utf-8")):
+    for _, line in prose_lines(path.read_text(encoding="utf-8"), blank_code=False):
         match = HEADING.match(line)
         if not match:
             continue
@@ -118,8 +119,9 @@ def test_slug_follows_github(heading, slug):
 
 def test_repeated_headings_get_numbered_anchors(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("# Foo\n\n## foo\n\n```\n# foo (in code: no heading)\n```\n\n### Foo\n\n## Bar\n")
-    assert anchors(page) == {"foo", "foo-1", "foo-2", "bar"}
+    page.write_text("# Foo\n\n## foo\n\n```\n# foo (in code: no heading)\n```\n\n### Foo\n\n## Bar\n"
+                    "\n## `make test` and `.ci/run`\n")
+    assert anchors(page) == {"foo", "foo-1", "foo-2", "bar", "make-test-and-cirun"}
 
 
 def test_checker_reports_each_broken_link_and_nothing_else(tmp_path):

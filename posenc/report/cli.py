@@ -25,7 +25,8 @@ def main(argv=None) -> int:
                              "(default: placement=both)")
     parser.add_argument("--buckets", metavar="N,N,...",
                         help="upper edges of the source-length buckets in words, e.g. 10,20,30 "
-                             "(default: 8,12 on the synthetic corpus, 10,20,30,40 otherwise)")
+                             "(default: 8,12 on the synthetic corpus, 8,12,16 on multi30k_de_en, "
+                             "10,20,30,40 on other corpora and wherever a table mixes corpora)")
     parser.add_argument("--test", choices=list(TESTS), default="bs",
                         help="paired test: bs = bootstrap resampling (default), ar = approximate randomization")
     parser.add_argument("--resamples", type=int, default=0, metavar="N",

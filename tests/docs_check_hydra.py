@@ -1,0 +1,78 @@
+"""A page's ``posenc-run`` line composed as ``posenc-run --cfg job`` would compose it, in-process
+through Hydra's compose API, and checked as the application checks a cell before any work.
+
+Hydra refuses ``--cfg`` with ``-m``, so a sweep is composed once per value of each swept key (the
+other swept keys at their first value): every value a page sweeps must compose too."""
+
+import functools
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
+
+from posenc.harness.spec import ConfigError, cell_spec, check_values
+from project import compose_cfg, hidden_fairseq_config_store
+
+MULTIRUN = {"-m", "--multirun"}
+
+
+def check_posenc_run(args: list[str]) -> str | None:
+    words, multirun, cfg = [], False, None
+    tokens = iter(args)
+    for word in tokens:
+        if word in MULTIRUN:
+            multirun = True
+        elif word in ("--cfg", "-c"):
+            cfg = next(tokens, "")
+        elif word.startswith("-"):
+            return f"posenc-run: the checks know no flag {word} (only -m / --multirun and --cfg)"
+        else:
+            words.append(word)
+    if cfg not in (None, "job", "hydra", "all"):
+        return f"posenc-run --cfg {cfg}: Hydra prints job, hydra or all"
+    if cfg and multirun:
+        return "posenc-run: Hydra refuses --cfg with -m"
+    try:
+        overrides = OverridesParser.create().parse_overrides(words)
+    except HydraException as err:
+        return first_line(err)
+    sweeps = [o for o in overrides if o.is_sweep_override()]
+    if sweeps and not multirun:
+        return f"{sweeps[0].input_line} sweeps over values: it needs -m"
+    for line in one_value_per_key(overrides):
+        why = composed(tuple(line))
+        if why:
+            return why
+    return None
+
+
+def one_value_per_key(overrides) -> list[list[str]]:
+    """Single-value override lists: the first value of every swept key, then each other value of
+    each swept key in turn."""
+    values = [[f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override()
+              else [o.input_line] for o in overrides]
+    lines = [[v[0] for v in values]]
+    for i, options in enumerate(values):
+        lines += [[option if j == i else v[0] for j, v in enumerate(values)] for option in options[1:]]
+    return lines
+
+
+@functools.cache
+def composed(overrides: tuple[str, ...]) -> str | None:
+    """``None`` when the overrides compose and the cell passes the application's own checks
+    (``placement``, ``pe`` and the model, as ``posenc-run`` checks them before it trains)."""
+    try:
+        with hidden_fairseq_config_store():  # fairseq's own schema, if a check imported it, is not ours
+            cfg = compose_cfg(*overrides)
+    except (HydraException, OmegaConfBaseException) as err:
+        return first_line(err)
+    try:
+        # A grid that skips impossible cells (experiment=pe_grid) checks each value alone, as the app does.
+        check_values(cfg) if cfg.get("skip_impossible") else cell_spec(cfg)
+    except ConfigError as err:
+        return str(err)
+    return None
+
+
+def first_line(err: Exception) -> str:
+    return next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
