@@ -10,8 +10,8 @@
      chrF++, buckets and the long split. Target: under 10 s. First with no sentence statistics
      cached (a sweep scored before the cells cached them), then again (cached, as the sweep's end
      finds them: each cell caches its outputs' BLEU and chrF++ statistics as it scores them; and
-     as posenc-table and a rerun of the sweep find them); with --plots; with --test ar (10,000
-     trials).
+     as posenc-table and a rerun of the sweep find them); with --power (what the sweep's end
+     renders; target: it adds under 2 s); with --plots; with --test ar (10,000 trials).
 
 Each command runs --rounds times, alternating, in one session; the medians are printed with
 their ratio to the target and to the bare start-up (``posenc-table --help``).
@@ -113,6 +113,10 @@ def main():
             "main job, 12 cells: verdicts + chrF++ + buckets + long split, nothing cached": (
                 [table, work / "main"], None, cold),
             "main job, 12 cells: the same, statistics cached (the sweep's end)": ([table, work / "main"], 10.0, None),
+            "main job, 12 cells, cached, + --power (the sweep's end renders it so)": (
+                [table, work / "main", "--power"], 10.0, None),
+            "main job, 12 cells, cached, + --power --test-size 3003": (
+                [table, work / "main", "--power", "--test-size", "3003"], None, None),
             "main job, 12 cells, + --plots": ([table, work / "main", "--plots", work / "plots"], None, None),
             "main job, 12 cells, --test ar (10,000 trials)": ([table, work / "main", "--test", "ar"], None, None),
         }
