@@ -46,8 +46,6 @@ NOT_MEASURED_HERE = {
     ("docs/clusters.md", "5 s"): "how often the project's SLURM submitter polls squeue (its code)",
     ("docs/clusters.md", "121 s"): "SLURM's own hold on a requeued job (its BeginTime; tests/test_slurm.py lifts it)",
     ("docs/harness.md", "5 minutes"): "the margin the harness adds to a training time limit (its code)",
-    ("docs/statistics.md", "0.2-0.5 BLEU"): "the paper's Table 4 gaps (results/reference/); the worked example is "
-                                            "being rewritten on another branch, which should link them",
 }
 
 
