@@ -383,13 +383,14 @@ def _needed(planner, settings, components):
 
 def _advice(settings, components, book, low) -> str:
     """What a user does when the pilot is too small to vouch for its plan, or ""."""
-    n = components.pilot_seeds
-    if not isinstance(book, int) or not isinstance(low, int) or book <= power_mod.WIDE * low:
+    n, beyond = components.pilot_seeds, f"more than {power_mod.MAX_SEEDS}"
+    if not isinstance(low, int) or book == UNREACHABLE or (isinstance(book, int) and book <= power_mod.WIDE * low):
         return ""
+    book = book if isinstance(book, int) else beyond      # the booking is past MAX_SEEDS
     again = power_mod.booking(settings.effect, replace(components, pilot_seeds=2 * n), settings.test_size)
-    then = f"about {again}" if again is not None else f"more than {power_mod.MAX_SEEDS}"
     return (f"{n} seeds cannot pin this down (the plan ranges from {low} to {book}): book {book}, or run {n} more "
-            f"and plan again; with {2 * n} seeds that spread as these do, the booking would be {then}")
+            f"and plan again; with {2 * n} seeds that spread as these do, the booking would be "
+            f"{beyond if again is None else f'about {again}'}")
 
 
 def _untestable(row, base, split, common) -> str:
