@@ -168,11 +168,14 @@ def pe_flags(line: list[str]) -> str | None:
 
 def check_fairseq(tool: str, args: list[str]) -> str | None:
     """fairseq's own parser for the tool, with the plugin loaded from ``--user-dir`` (a page's
-    ``/abs/path/posenc/fairseq_plugin`` stands for this checkout's); a trailing ``...`` is dropped."""
+    ``/abs/path/posenc/fairseq_plugin`` stands for this checkout's, and a relative one is taken from
+    the repository's root, as the pages mean it); a trailing ``...`` is dropped."""
     from fairseq import options
 
     line = [w for w in args if w != "..."]
-    line = [str(PLUGIN) if w.endswith("posenc/fairseq_plugin") else w for w in line]
+    line = [str(PLUGIN) if w.endswith("posenc/fairseq_plugin") else
+            str(REPO / w) if i and line[i - 1] == "--user-dir" and not Path(w).is_absolute() else w
+            for i, w in enumerate(line)]
     parser = {"train": options.get_training_parser, "generate": options.get_generation_parser,
               "validate": options.get_validation_parser}[tool]()
     accepted, why = run_quietly(options.parse_args_and_arch, parser, line)

@@ -246,6 +246,9 @@ def test_out_of_memory_and_kills_are_named():
     assert exit_reason("fairseq-train", 1, oom).startswith("out of memory: torch.OutOfMemoryError: CUDA out of memory")
     assert exit_reason("fairseq-train", -9, ["epoch 1"]) == \
         "fairseq-train was killed by SIGKILL (out of memory? the kernel's OOM killer sends SIGKILL)"
+    # A real-time signal between SIGRTMIN and SIGRTMAX has no name in Python's signal module: its number.
+    assert exit_reason("fairseq-train", -(signal.SIGRTMIN + 3), []) == \
+        f"fairseq-train was killed by {signal.SIGRTMIN + 3}"
     assert exit_reason("fairseq-train", 2, ["usage: ...", "fairseq-train: error: unrecognized arguments: --x"]) == \
         "fairseq-train exited with status 2: fairseq-train: error: unrecognized arguments: --x"
 

@@ -8,7 +8,12 @@ import pytest
 
 from posenc.harness import cell, slurm_job
 from posenc.harness.signals import STOP
-from posenc.harness.slurm_launcher import check_gpus, ended_without_result
+from posenc.harness.slurm_launcher import (
+    TESTED_SUBMITIT_LAUNCHER,
+    check_gpus,
+    ended_without_result,
+    submitit_launcher_version_problem,
+)
 
 # fairseq's own log lines (a first run that saved at update 16, a second that resumed from it).
 LOAD = "fairseq.checkpoint_utils | Preparing to load checkpoint ckpt/checkpoint_last.pt"
@@ -172,3 +177,14 @@ def test_the_record_names_the_device_that_trained():
         assert any("Preparing to load checkpoint" in line for line in lines), text
         assert training_device(lines) == device
         assert training_device(earlier_gpu_run + lines) == device  # only the last run counts
+
+
+def test_hydra_submitit_launcher_is_the_version_whose_internals_the_slurm_launcher_copies(monkeypatch):
+    # PosencSlurmLauncher builds the executor as this version's launch() does; pyproject.toml pins it.
+    import hydra_plugins.hydra_submitit_launcher as hydra_submitit
+    assert hydra_submitit.__version__ == TESTED_SUBMITIT_LAUNCHER, submitit_launcher_version_problem()
+    assert submitit_launcher_version_problem() == ""
+    monkeypatch.setattr(hydra_submitit, "__version__", "1.3.0")
+    problem = submitit_launcher_version_problem()
+    assert "1.3.0 is installed" in problem
+    assert f"tested with hydra-submitit-launcher {TESTED_SUBMITIT_LAUNCHER} only" in problem

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from posenc.analysis.checkpoint import RELATIVE_BIAS_KEY
 from posenc.analysis.checkpoint_file import attention_heads, embed_dim, find_key, model_args
 from posenc.encodings.attention_bias import T5_MAX_DISTANCE, AlibiBias, T5RelativeBias, is_causal, t5_init_std
-from posenc.kinds import ATTENTION_BIAS_KINDS
+from posenc.kinds import BIAS, RELATIVE_BIAS_KEY, find_kind
 
 DISTANCE = "key position - query position (negative: the key comes before the query)"
 
@@ -103,19 +102,28 @@ def _alibi(ckpt: dict, side: str, max_len):
                         {"heads": heads, "defaulted": []}, slopes=module.slopes.clone(), notes=notes), None
 
 
+def _t5_side(ckpt: dict, side: str, max_len):
+    key = find_key(ckpt["model"], RELATIVE_BIAS_KEY, side)
+    if key is None:
+        return None, f"t5, but no {RELATIVE_BIAS_KEY.format(side=side)} in the state dict"
+    return _t5(ckpt, side, key, max_len)
+
+
+# How each kind whose registration reads a bias (``posenc.kinds``) is rebuilt from a checkpoint.
+REBUILD = {"t5": _t5_side, "alibi": _alibi}
+
+
 def extract_biases(ckpt: dict, kinds: dict, max_len=None):
     """``(biases, why)``: ``{side: RelativeBias}`` for the sides whose kind (``kinds[side]``) is a
     relative attention bias, and ``{side: reason}`` for those whose bias cannot be rebuilt."""
     biases, why = {}, {}
     for side, kind in kinds.items():
-        if kind not in ATTENTION_BIAS_KINDS:
+        registered = find_kind(kind)
+        if registered is None or registered.checkpoint.reads != BIAS:
             continue
-        if kind == "t5":
-            key = find_key(ckpt["model"], RELATIVE_BIAS_KEY, side)
-            bias, reason = _t5(ckpt, side, key, max_len) if key else \
-                (None, f"t5, but no {RELATIVE_BIAS_KEY.format(side=side)} in the state dict")
-        else:
-            bias, reason = _alibi(ckpt, side, max_len)
+        rebuild = REBUILD.get(kind)
+        bias, reason = rebuild(ckpt, side, max_len) if rebuild else \
+            (None, f"{kind}: posenc-pe has no rebuild of its bias (posenc.analysis.bias.REBUILD)")
         if bias is None:
             why[side] = reason
         else:

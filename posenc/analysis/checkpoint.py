@@ -17,9 +17,15 @@ the angle of position ``padding_idx + 1``) and the same float32 arithmetic.
 Sides with a relative attention bias (t5, alibi) have no table; :mod:`posenc.analysis.bias`
 rebuilds their bias. A rope side has neither and is listed with a note.
 
+A side's kind is what the args record, else what its state-dict keys show; what is read of it
+(a table, the sinusoid, a bias, or nothing) is what the kind's registration says
+(:mod:`posenc.kinds`). A kind this process does not know (registered outside the package) keeps its
+recorded name, and its table is read where the state dict has one.
+
 The rules of the plugin are imported, never restated: which kinds the stock flags ask for and how
 many positions a side serves (:mod:`posenc.encodings.defaults`), what a sinusoid base may be
-(:func:`posenc.encodings.sinusoidal.check_base`).
+(:func:`posenc.encodings.sinusoidal.check_base`), the kinds and their state-dict keys
+(:mod:`posenc.kinds`).
 """
 
 import math
@@ -46,13 +52,10 @@ from posenc.encodings.defaults import (
     usable_positions,
 )
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, check_base, model_sinusoid_table
-from posenc.kinds import ATTENTION_BIAS_KINDS
+from posenc.kinds import BIAS, POSITION_KEY, QUERIES_KEYS, SINUSOID, TABLE, find_kind, registered_kinds
 
 SIDES = ("encoder", "decoder")
-POSITION_KEY = "{side}.embed_positions.weight"
-SINUSOID_MARKERS = ("{side}.embed_positions._float_tensor", "{side}.embed_positions.weights")
 SELF_ATTENTION_KEY = "{side}.layers.0.self_attn.{proj}.weight"
-RELATIVE_BIAS_KEY = "{side}.relative_attention_bias.weight"  # T5's (num_buckets, H), shared by a side's layers
 DEFAULT_MAX_POSITIONS = 1024  # fairseq's default --max-source/target-positions
 
 
@@ -70,19 +73,32 @@ class PositionTable:
     trained_positions: int = None  # learned: positions whose rows training updated, if the checkpoint tells
 
 
-def _configured_kind(side: str, args: dict, family: str, state: dict) -> str:
+def recognised_kind(side: str, args: dict, family: str, state: dict) -> str:
+    """A side's kind: as the args record it (the plugin records both sides' kinds); in a checkpoint
+    that does not record it (stock fairseq, or written before the plugin did), the first
+    registered kind whose state-dict markers are there (``posenc.kinds``), else the kind the
+    family's stock flags ask for."""
     explicit = args.get(f"{side}_pos")
     if explicit:
         return str(explicit)
-    if any(find_key(state, m, side) for m in SINUSOID_MARKERS):
-        return "sinusoidal"
-    if find_key(state, RELATIVE_BIAS_KEY, side):
-        return "t5"
+    for kind in registered_kinds():
+        if any(find_key(state, marker, side) for marker in kind.checkpoint.markers):
+            return kind.name
     if family == "transformer":
         return stock_position_kinds(args)[SIDES.index(side)]
     if family == "fconv":
         return "none"  # fconv always has a learned table; without the key the side has none
     return "unknown"
+
+
+def what_is_read(kind: str, has_table: bool):
+    """What the analysis reads of a side of this kind (``posenc.kinds.READS``): as its registration
+    says; for a kind this process does not know (registered outside the package), its table where
+    the state dict has one."""
+    registered = find_kind(kind)
+    if registered is None:
+        return TABLE if has_table else None
+    return registered.checkpoint.reads
 
 
 def detect_padding_idx(weight: torch.Tensor, default: int = 1):
@@ -143,7 +159,9 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
     out = {}
     for side in SIDES:
         key = find_key(state, POSITION_KEY, side)
-        if key is not None:
+        kind = recognised_kind(side, args, family, state)
+        reads = what_is_read(kind, key is not None)
+        if reads == TABLE and key is not None:
             weight = state[key].detach().to(torch.float64)
             notes = []
             pad = padding_idx
@@ -164,11 +182,10 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
                              f"them keep their initialisation (--max-len N analyses the first N)")
             if rows.size(0) < 2:
                 raise CheckpointError(f"{key} has {weight.size(0)} rows: fewer than 2 positions after row {first}")
-            out[side] = PositionTable(side, "learned", rows, key, first, pad, weight.size(0), notes,
+            out[side] = PositionTable(side, kind, rows, key, first, pad, weight.size(0), notes,
                                       trained_positions=trained)
             continue
-        kind = _configured_kind(side, args, family, state)
-        if kind == "sinusoidal":
+        if reads == SINUSOID:
             dim = embed_dim(ckpt, side)
             if dim is None:
                 out[side] = PositionTable(side, kind, notes=["sinusoidal, but the embedding dimension is unknown"])
@@ -195,13 +212,18 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
     return out
 
 
+def _rotates(kind: str) -> bool:
+    registered = find_kind(kind)
+    return registered is not None and registered.acts == QUERIES_KEYS
+
+
 def _tableless_note(kind: str, side: str, args: dict) -> str:
     """Why a side has no table, in the reader's terms."""
-    if kind == "rope":
+    if _rotates(kind):
         base = args.get("rope_base")
-        return (f"rope rotates queries and keys inside self-attention (base {float(base or ROPE_BASE):g}"
-                f"{'' if base else ', the default'}): no position table or bias to analyse")
-    if kind in ATTENTION_BIAS_KINDS:
+        rope = (f" (base {float(base or ROPE_BASE):g}{'' if base else ', the default'})" if kind == "rope" else "")
+        return f"{kind} rotates queries and keys inside self-attention{rope}: no position table or bias to analyse"
+    if what_is_read(kind, False) == BIAS:
         return (f"{kind}: a relative bias on the self-attention logits, no position table "
                 "(its bias is under relative_bias)")
     return f"no {POSITION_KEY.format(side=side)} in the state dict"
@@ -212,10 +234,15 @@ def nothing_to_analyse(tables: dict, why=None) -> CheckpointError:
     bias on any side; ``why``: ``{side: reason}`` for sides whose bias could not be rebuilt."""
     looked = ", ".join(POSITION_KEY.format(side=s) for s in SIDES)
     kinds = ", ".join(f"{s}: {t.kind}" + (f" ({why[s]})" if why and why.get(s) else "") for s, t in tables.items())
+    rebuilt = [k.name for k in registered_kinds() if k.checkpoint.reads in (SINUSOID, BIAS)]
+    settings = ", ".join(rebuilt[:-1]) + (" or " if len(rebuilt) > 1 else "") + rebuilt[-1]
     message = (f"no position table or relative attention bias in the checkpoint: looked for {looked} "
-               f"(and a sinusoidal, alibi or t5 setting in its cfg/args; found {kinds})")
-    if any(t.kind == "rope" for t in tables.values()):
-        message += "; rope rotates queries and keys and leaves nothing to analyse"
+               f"(and a {settings} setting in its cfg/args; found {kinds})")
+    rotating = list(dict.fromkeys(t.kind for t in tables.values() if _rotates(t.kind)))
+    if rotating:
+        one = len(rotating) == 1
+        message += (f"; {' and '.join(rotating)} rotate{'s' if one else ''} queries and keys and "
+                    f"leave{'s' if one else ''} nothing to analyse")
     return CheckpointError(message)
 
 

@@ -162,3 +162,14 @@ class T5RelativeBias(nn.Module):
     def extra_repr(self):
         return (f"num_heads={self.num_heads}, causal={self.causal}, num_buckets={self.num_buckets}, "
                 f"max_distance={self.max_distance}")
+
+
+def build_alibi(side):
+    """The ``alibi`` kind of a side (``posenc.kinds.Side``): bidirectional in the encoder, causal in the decoder."""
+    return AlibiBias(side.num_heads, is_causal(side.side))
+
+
+def build_t5(side):
+    """The ``t5`` kind of a side (``posenc.kinds.Side``): bidirectional in the encoder, causal in the
+    decoder, its table drawn N(0, d^-0.5)."""
+    return T5RelativeBias(side.num_heads, is_causal(side.side), init_std=t5_init_std(side.embed_dim))

@@ -4,6 +4,7 @@ The two fairseq families lay out and initialise their tables differently, and st
 stock checkpoints depends on matching both, hence one class and two factories.
 """
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -50,8 +51,27 @@ def transformer_learned_positions(max_positions_arg: int, embedding_dim: int,
     return table
 
 
+def copy_learned_init(new_table, stock_table):
+    """Give ``new_table`` the stock table's initial rows when both are learned tables of one
+    shape, so default flags reproduce the stock model's initialisation exactly."""
+    weight = getattr(stock_table, "weight", None)
+    if weight is not None and weight.shape == new_table.weight.shape:
+        with torch.no_grad():
+            new_table.weight.copy_(weight)
+    return new_table
+
+
+def build_side(side):
+    """The ``learned`` kind of a side (``posenc.kinds.Side``): the family's table, starting from
+    the stock model's rows."""
+    make = fconv_learned_positions if side.family == "fconv" else transformer_learned_positions
+    return copy_learned_init(make(side.max_positions_arg, side.embed_dim, side.padding_idx), side.stock_table)
+
+
 __all__ = [
     "LearnedPositionalEmbedding",
+    "build_side",
+    "copy_learned_init",
     "fconv_learned_positions",
     "transformer_learned_positions",
 ]

@@ -19,3 +19,9 @@ class NoPositionalEmbedding(nn.Module):
 
     def forward(self, tokens, incremental_state=None, positions=None):
         return torch.zeros((), device=tokens.device)
+
+
+def build_side(side):
+    """The ``none`` kind of a side (``posenc.kinds.Side``): fconv adds its position term
+    unconditionally, so it gets a zero term that reports the stock limit; the Transformer no module."""
+    return NoPositionalEmbedding(max_positions=side.max_positions) if side.family == "fconv" else None

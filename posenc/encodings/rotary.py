@@ -71,3 +71,9 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         return self.rotate(x, offset)
+
+
+def build_side(side):
+    """The ``rope`` kind for one self-attention layer of a side (``posenc.kinds.Side``), with the
+    base the plugin resolved into the args."""
+    return RotaryEmbedding(side.embed_dim // side.num_heads, base=side.args.rope_base)

@@ -111,3 +111,17 @@ class SinusoidalPositionalEmbedding(nn.Module):
         if positions is None:
             positions = make_positions(tokens, self.padding_idx)
         return self.weights.index_select(0, positions.reshape(-1)).view(bsz, seq_len, -1).detach()
+
+
+def build_side(side):
+    """The ``sinusoidal`` kind of a side (``posenc.kinds.Side``), with the variant, scale and base the
+    plugin resolved into the args. fconv's reports the stock learned limit; the Transformer's the
+    module's own (the stock sinusoid's), as fairseq's does."""
+    args = side.args
+    if side.family == "fconv":
+        return SinusoidalPositionalEmbedding(side.embed_dim, side.padding_idx, variant=args.sinusoidal_variant,
+                                             init_size=side.max_positions_arg, scale=args.sinusoidal_scale,
+                                             max_positions=side.max_positions, base=args.sinusoidal_base)
+    return SinusoidalPositionalEmbedding(side.embed_dim, side.padding_idx, variant=args.sinusoidal_variant,
+                                         init_size=side.max_positions_arg + side.padding_idx + 1,
+                                         scale=args.sinusoidal_scale, base=args.sinusoidal_base)

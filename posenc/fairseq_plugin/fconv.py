@@ -11,51 +11,46 @@ from functools import partial
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_architecture
 from fairseq.models.fconv import FConvModel
 
-from posenc.encodings import NoPositionalEmbedding, SinusoidalPositionalEmbedding, fconv_learned_positions
 from posenc.encodings.defaults import usable_positions
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
-from posenc.fairseq_plugin.swap import build_without_touching_rng, copy_learned_init
-from posenc.kinds import FAMILY_KINDS
+from posenc.fairseq_plugin.swap import build_without_touching_rng
+from posenc.kinds import Side, kind_names, position_kind
 
-FCONV_KINDS = FAMILY_KINDS["fconv"]  # no attention logits to rotate: no rope
 STOCK_FCONV_ARCHS = ("fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr")
 
 
-def fconv_positions(kind, stock_table, embed_dim, padding_idx, max_positions_arg, args):
-    """The position module of one fconv side; reports the stock learned ``max_positions``."""
-    stock_max = usable_positions("fconv", max_positions_arg, padding_idx)
-    if kind == "learned":
-        return copy_learned_init(fconv_learned_positions(max_positions_arg, embed_dim, padding_idx), stock_table)
-    if kind == "sinusoidal":  # scale and base resolved by fill_fconv_position_defaults
-        return SinusoidalPositionalEmbedding(embed_dim, padding_idx, variant=args.sinusoidal_variant,
-                                             init_size=max_positions_arg, scale=args.sinusoidal_scale,
-                                             max_positions=stock_max, base=args.sinusoidal_base)
-    if kind == "none":
-        return NoPositionalEmbedding(max_positions=stock_max)
-    raise ValueError(f"posenc_fconv: unknown position kind {kind!r}; allowed: {', '.join(FCONV_KINDS)}")
+def fconv_side(side, stock_table, max_positions_arg, args) -> Side:
+    """What a kind's builder gets for one fconv side: the stock table's width and padding row, and
+    the stock learned ``max_positions`` to report."""
+    padding_idx = stock_table.padding_idx
+    return Side("fconv", side, stock_table.embedding_dim, padding_idx, max_positions_arg,
+                usable_positions("fconv", max_positions_arg, padding_idx), stock_table=stock_table, args=args)
 
 
 @register_model("posenc_fconv")
 class PosencFConvModel(FConvModel):
-    """Stock ``fconv`` built as fairseq builds it, then each side's positions swapped in."""
+    """Stock ``fconv`` built as fairseq builds it, then each side's positions swapped in. The kinds
+    it can do are the registry's for fconv (``posenc.kinds``): kinds added to the embeddings."""
 
     @staticmethod
     def add_args(parser):
         FConvModel.add_args(parser)
-        add_position_args(parser, allowed_kinds=FCONV_KINDS)
+        add_position_args(parser, allowed_kinds=kind_names("fconv"))
 
     @classmethod
     def build_model(cls, args, task):
         fill_fconv_position_defaults(args)
-        check_kinds("posenc_fconv", args, FCONV_KINDS)
+        check_kinds("posenc_fconv", args, kind_names("fconv"))
         stock = FConvModel.build_model(args, task)
         for side, module, max_arg in (("encoder", stock.encoder, args.max_source_positions),
                                       ("decoder", stock.decoder, args.max_target_positions)):
-            kind = getattr(args, f"{side}_pos")
-            stock_table = module.embed_positions
-            build = partial(fconv_positions, kind, stock_table, stock_table.embedding_dim, stock_table.padding_idx,
-                            max_arg, args)
-            module.embed_positions = build_without_touching_rng(build, side)
+            kind = position_kind(getattr(args, f"{side}_pos"))
+            built = build_without_touching_rng(partial(kind.build, fconv_side(side, module.embed_positions, max_arg,
+                                                                              args)), side)
+            if built is None:  # fconv adds embed_positions(tokens) on every side
+                raise ValueError(f"posenc_fconv: position kind {kind.name!r} built no module for the {side}; fconv "
+                                 "needs one on every side (a zero term for no positions, as none builds)")
+            module.embed_positions = built
         return cls(stock.encoder, stock.decoder)
 
 

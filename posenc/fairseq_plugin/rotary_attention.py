@@ -16,12 +16,17 @@ class RotaryMultiheadAttention(PositionalSelfAttention):
         self.rotary = RotaryEmbedding(self.head_dim, base=rope_base)
 
     @classmethod
-    def from_attention(cls, attn: MultiheadAttention, rope_base: float = ROPE_BASE) -> "RotaryMultiheadAttention":
-        """The rotary twin of a stock self-attention module, with its weights."""
-        cls.check_plain(attn, "rope")
-        rotary = cls(attn.embed_dim, attn.num_heads, dropout=attn.dropout_module.p, rope_base=rope_base)
-        rotary.load_state_dict(attn.state_dict())
-        return rotary
+    def from_attention(cls, attn: MultiheadAttention, rope_base: float = ROPE_BASE, rotary=None,
+                       kind: str = "rope") -> "RotaryMultiheadAttention":
+        """The rotary twin of a stock self-attention module, with its weights. ``rotary``: the
+        module applied to queries and keys (``rotary(x, offset)``; a kind's own, built through
+        ``posenc.kinds``), else a RotaryEmbedding of ``rope_base``."""
+        cls.check_plain(attn, kind)
+        twin = cls(attn.embed_dim, attn.num_heads, dropout=attn.dropout_module.p, rope_base=rope_base)
+        twin.load_state_dict(attn.state_dict())
+        if rotary is not None:
+            twin.rotary = rotary
+        return twin
 
     def _position_qk(self, q, k, offset):
         return self.rotary(q, offset), self.rotary(k, offset)

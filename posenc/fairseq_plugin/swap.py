@@ -18,12 +18,3 @@ def build_without_touching_rng(factory, side: str):
         torch.manual_seed(torch.initial_seed() + SIDE_SALT[side])
         return factory()
 
-
-def copy_learned_init(new_table, stock_table):
-    """Give ``new_table`` the stock table's initial rows when both are learned tables of one
-    shape, so default flags reproduce the stock model's initialisation exactly."""
-    weight = getattr(stock_table, "weight", None)
-    if weight is not None and weight.shape == new_table.weight.shape:
-        with torch.no_grad():
-            new_table.weight.copy_(weight)
-    return new_table

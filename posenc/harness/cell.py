@@ -20,13 +20,12 @@ from posenc.harness import resume
 from posenc.harness.commands import commands_script, generate_command, train_command
 from posenc.harness.failures import non_finite_loss
 from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
-from posenc.harness.legacy_hash import before_optim_group
 from posenc.harness.limits import run_length, step_limits
 from posenc.harness.lock import cell_lock
 from posenc.harness.precision import check_gpu_settings, check_hardware
 from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
-from posenc.harness.records import base_record, config_hash, write_result
+from posenc.harness.records import base_record, write_result
 from posenc.harness.runtime import added_environment, child_environment
 from posenc.harness.scoring import detokenized_bleu, detokenized_chrf, tokenized_bleu
 from posenc.harness.signals import STOP, StopRequested
@@ -49,14 +48,13 @@ def finished_result(job_dir: Path, cfg):
     if not (record and record.get("status") == OK
             and (job_dir / record.get("hypotheses", layout.HYPOTHESES_FILE)).exists()):
         return None
-    current = config_hash(cfg)
-    if record.get("config_hash") == current:
-        return record
-    if record.get("config_hash") == before_optim_group(cfg):
+    current = resume.recognised_hash(record.get("config_hash"), cfg)
+    if not current:
+        return None
+    if record.get("config_hash") != current:
         record["config_hash"] = current
         write_result(job_dir, record)
-        return record
-    return None
+    return record
 
 
 def run_cell(cfg, job_dir: Path, progress: CellProgress, env: dict = None) -> dict:

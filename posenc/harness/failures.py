@@ -39,6 +39,14 @@ def last_update(log_lines) -> int:
     return seen
 
 
+def signal_name(signum: int) -> str:
+    """``SIGKILL`` for 9; the bare number for one the signal module has no name for."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return str(signum)
+
+
 def exit_reason(name: str, returncode: int, log_lines) -> str:
     """Why ``name`` ended with ``returncode``: one line, from its log where the log says."""
     errors = [m for m in (_EXCEPTION.match(ln.strip()) for ln in log_lines) if m]
@@ -50,8 +58,7 @@ def exit_reason(name: str, returncode: int, log_lines) -> str:
     if last and re.search(r"out of memory", last.group(0), re.IGNORECASE):
         return f"out of memory: {last.group(0)[:300]}"
     if returncode < 0:
-        name_of = (signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_
-                   else str(-returncode))
+        name_of = signal_name(-returncode)
         hint = " (out of memory? the kernel's OOM killer sends SIGKILL)" if -returncode == signal.SIGKILL else ""
         return f"{name} was killed by {name_of}{hint}"
     if last:

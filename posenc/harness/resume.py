@@ -36,6 +36,17 @@ def training_hash(cfg) -> str:
     return config_hash(cfg, ignore=NOT_TRAINING)
 
 
+def recognised_hash(recorded, cfg, ignore=()) -> str:
+    """Today's ``config_hash(cfg, ignore)`` when ``recorded`` fingerprints this very configuration:
+    it is today's hash, or the one the same configuration had before the optim group
+    (``posenc.harness.legacy_hash``); "" when it is neither. The one place a rerun consults the old
+    hashes, for a finished cell's record (``cell.finished_result``) and for its checkpoints (``plan``)."""
+    current = config_hash(cfg, ignore)
+    if recorded == current or recorded == before_optim_group(cfg, ignore):
+        return current
+    return ""
+
+
 @dataclass
 class Plan:
     action: str                                   # "fresh", "resume" or "score"
@@ -76,11 +87,11 @@ def plan(job_dir: Path, cfg) -> Plan:
             start_over(job_dir)
             return Plan("fresh", "checkpoints without a record of their configuration: starting afresh")
         return Plan("fresh")
-    current = training_hash(cfg)
+    current = recognised_hash(state.get("training_hash"), cfg, NOT_TRAINING)
+    if not current:
+        start_over(job_dir)
+        return Plan("fresh", "the configuration changed since this cell's checkpoints were saved: starting afresh")
     if state.get("training_hash") != current:
-        if state.get("training_hash") != before_optim_group(cfg, NOT_TRAINING):
-            start_over(job_dir)
-            return Plan("fresh", "the configuration changed since this cell's checkpoints were saved: starting afresh")
         state["training_hash"] = current  # hashed before the optim group: the same training
         write_json_atomic(job_dir / STATE_FILE, state)
     if state.get("finished"):

@@ -112,7 +112,7 @@ def _handler(signum, frame):
 
 
 def install() -> None:
-    """Handle SIGTERM and SIGINT in this process (once; only the main thread may)."""
+    """Handle SIGTERM, SIGINT and SIGUSR2 (``HANDLED``) in this process (once; only the main thread may)."""
     if threading.current_thread() is not threading.main_thread():
         return
     for signum in HANDLED:
@@ -137,7 +137,7 @@ def interruptible():
 
 @contextmanager
 def deferred():
-    """Hold SIGTERM and SIGINT back (they stay pending) while a child is started and registered,
+    """Hold the ``HANDLED`` signals back (they stay pending) while a child is started and registered,
     so that no signal lands between the two and leaves an untracked trainer behind."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
     try:

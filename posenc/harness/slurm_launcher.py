@@ -26,6 +26,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import hydra_plugins.hydra_submitit_launcher as hydra_submitit
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
@@ -41,12 +42,25 @@ from posenc.harness.signals import STOP
 
 log = logging.getLogger(__name__)
 
+# The hydra-submitit-launcher whose internals PosencSlurmLauncher copies (launch()'s executor, _EXECUTOR, the
+# arguments it maps over); pyproject.toml pins it, and tests/test_slurm_records.py fails loudly on any other.
+TESTED_SUBMITIT_LAUNCHER = "1.2.0"
 POLL_S = 5.0
 ALIVE = {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
          "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "PREEMPTED", "RESV_DEL_HOLD"}
 # A job that just ended may still be writing its result (a shared file system shows it late): seconds to
 # wait for it when squeue shows the job's final state, and when squeue no longer shows the job at all.
 RESULT_GRACE_S = (5.0, 30.0)
+
+
+def submitit_launcher_version_problem() -> str:
+    """Why the installed hydra-submitit-launcher may not be the one this launcher was tested with, or ""."""
+    installed = hydra_submitit.__version__
+    if installed != TESTED_SUBMITIT_LAUNCHER:
+        return (f"hydra-submitit-launcher {installed} is installed; posenc's slurm launcher copies its internals "
+                f"(launch()'s executor, _EXECUTOR), tested with hydra-submitit-launcher {TESTED_SUBMITIT_LAUNCHER} "
+                "only (pyproject.toml pins it)")
+    return ""
 
 
 def queue_states(job_ids) -> dict:
@@ -110,7 +124,7 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
     with its own waiting (see the module)."""
 
     def _executor(self):
-        # The executor exactly as Hydra's launcher builds it (hydra-submitit-launcher 1.2's launch()).
+        # The executor exactly as Hydra's launcher builds it (launch() of TESTED_SUBMITIT_LAUNCHER).
         import submitit
         params = self.params
         specific_init_keys = {"max_num_timeout"}

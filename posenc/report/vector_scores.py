@@ -16,7 +16,8 @@ _NO_LOG = -9999999999.0   # sacreBLEU's my_log(0)
 
 def bleu(stats, options: dict) -> np.ndarray:
     """BLEU of each row (last axis: a sentence's or a corpus's summed statistics), with the
-    ``BLEU(...)`` options of ``significance.bleu_options`` (smoothing, effective order)."""
+    ``BLEU(...)`` options a record was scored with (``posenc.cells.schema.bleu_options``, as the harness
+    recorded them from ``posenc.harness.scoring.detokenized_bleu_options``): smoothing, effective order."""
     s = np.asarray(stats, dtype=np.float64)
     sys_len, ref_len = s[..., 0], s[..., 1]
     correct, total = s[..., 2:2 + ORDER].copy(), s[..., 2 + ORDER:2 + 2 * ORDER].copy()

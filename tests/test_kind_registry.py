@@ -1,0 +1,134 @@
+"""The position kinds' registry (``posenc.kinds``): the built-in kinds are the contracts', a
+registration is checked, and a kind registered outside the package (``tests/toy_kind``, a
+``--user-dir`` of its own) trains and decodes through fairseq's own tools."""
+
+import importlib
+import sys
+
+import pytest
+import torch
+
+from fairseq_helpers import DummyTask, build, decoder_output, parse_args, random_batch
+from fairseq_tools import REPO, fairseq, train
+from posenc import kinds
+from posenc.kinds import EMBEDDINGS, LOGITS, QUERIES_KEYS, InCheckpoint, register_kind
+
+TOY = REPO / "tests" / "toy_kind"
+SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """A registry of the built-in kinds for one test, the toy module imported afresh into it (this
+    process may have imported it already: the doc tests parse docs/plugin.md's --user-dir tests/toy_kind)."""
+    monkeypatch.setattr(kinds, "_REGISTRY", {k: v for k, v in kinds._REGISTRY.items() if k in kinds.KINDS})
+    sys.modules.pop("toy_kind", None)
+    yield kinds
+    sys.modules.pop("toy_kind", None)
+
+
+def test_the_built_in_kinds_are_the_contracts():
+    # CONTRACTS.md: the six kinds; fconv refuses the ones that act in attention.
+    assert kinds.KINDS == ("learned", "sinusoidal", "rope", "alibi", "t5", "none")
+    assert kinds.FAMILY_KINDS == {"fconv": ("learned", "sinusoidal", "none"), "transformer": kinds.KINDS}
+    assert kinds.ATTENTION_BIAS_KINDS == ("alibi", "t5") and kinds.SELF_ATTENTION_KINDS == ("rope", "alibi", "t5")
+    assert kinds.PE_KINDS == ("learned", "sinusoidal", "rope", "alibi", "t5")
+    assert {k.name: k.acts for k in kinds.registered_kinds()} == {
+        "learned": EMBEDDINGS, "sinusoidal": EMBEDDINGS, "rope": QUERIES_KEYS, "alibi": LOGITS, "t5": LOGITS,
+        "none": EMBEDDINGS}
+
+
+@pytest.mark.parametrize("name,options,message", [
+    ("learned", {}, "'learned' is already registered"),
+    ("Ramp-2", {}, "name 'Ramp-2' is not allowed"),
+    ("ramp", {"families": ("rnn",)}, "families rnn not allowed; allowed: fconv, transformer"),
+    ("ramp", {"families": ()}, "families (none) not allowed"),
+    ("ramp", {"acts": "values"}, "acts='values' is not allowed; allowed: embeddings, queries_keys, logits"),
+    ("ramp", {"acts": LOGITS}, "fconv cannot host a kind that acts on logits; allowed: embeddings"),
+    ("ramp", {"checkpoint": InCheckpoint(reads="weights")}, "reads='weights' is not allowed"),
+    ("ramp", {"build": 3}, "build must be a callable or 'module:function'"),
+])
+def test_a_registration_is_checked(registry, name, options, message):
+    options = {"families": ("fconv", "transformer"), "acts": EMBEDDINGS, "build": lambda side: None, **options}
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        register_kind(name, **options)
+    assert registry.kind_names() == registry.KINDS
+
+
+def test_an_unknown_kind_names_the_registered_ones():
+    with pytest.raises(ValueError, match="unknown position kind 'ramp'; allowed: learned, sinusoidal, rope"):
+        kinds.position_kind("ramp")
+
+
+@pytest.mark.parametrize("family", ["fconv", "transformer"])
+def test_a_kind_registered_outside_the_package_is_built_by_the_plugin(registry, family):
+    toy = importlib.import_module("toy_kind")  # what fairseq does with --user-dir tests/toy_kind
+    assert registry.kind_names(family)[-1] == "ramp" and "ramp" not in registry.KINDS
+    args = parse_args(SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp")  # argparse's choices
+    task = DummyTask()
+    model, _ = build(SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp", task=task)
+    learned, _ = build(SMALL[family], "--encoder-pos", "learned", "--decoder-pos", "learned", task=task)
+    assert (args.encoder_pos, args.decoder_pos) == ("ramp", "ramp")
+    for side in (model.encoder, model.decoder):
+        assert isinstance(side.embed_positions, toy.RampEmbedding)
+    assert model.max_positions() == learned.max_positions()
+    assert {k for k in model.state_dict() if "embed_positions" in k} == {"encoder.embed_positions.slope",
+                                                                         "decoder.embed_positions.slope"}
+    src, src_lengths, prev = random_batch(task.source_dictionary)
+    assert torch.isfinite(decoder_output(model, src, src_lengths, prev)).all()
+
+
+def test_the_toy_kind_adds_its_ramp_from_the_first_real_token(registry):
+    toy = importlib.import_module("toy_kind")
+    ramp = toy.RampEmbedding(embed_dim=3, padding_idx=1, max_positions=10)
+    tokens = torch.tensor([[1, 1, 5, 6, 7], [5, 6, 7, 8, 9]])  # the first sentence left-padded
+    out = ramp(tokens)
+    expected = torch.tensor([[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]]) * toy.INITIAL_SLOPE
+    assert torch.allclose(out, expected[..., None].expand(-1, -1, 3))
+    assert torch.equal(ramp(tokens, incremental_state={}), out[:, -1:])  # a decoding step: the newest position
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["fconv", "transformer"])
+def test_a_kind_registered_outside_the_package_trains_and_decodes_through_fairseq(reversal_corpus, tmp_path, family):
+    """``--user-dir tests/toy_kind`` (which imports the plugin and registers ``ramp``) is all it takes."""
+    from posenc.analysis.checkpoint import extract_tables
+    from posenc.analysis.checkpoint_file import load_checkpoint, model_args
+
+    train(reversal_corpus, tmp_path / "ckpt", SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp",
+          cwd=tmp_path, user_dir=TOY)
+    checkpoint = tmp_path / "ckpt" / "checkpoint_last.pt"
+    ckpt = load_checkpoint(str(checkpoint))
+    args = model_args(ckpt)
+    assert (args["encoder_pos"], args["decoder_pos"]) == ("ramp", "ramp")
+    for side in ("encoder", "decoder"):
+        slope = ckpt["model"][f"{side}.embed_positions.slope"]
+        assert not torch.allclose(slope, torch.full_like(slope, 0.01))  # training reached it
+    out = fairseq("fairseq-generate", reversal_corpus, "--user-dir", TOY, "--path", checkpoint,
+                  "--beam", "2", "--batch-size", "8", "--required-batch-size-multiple", "1",
+                  "--max-len-a", "1.2", "--max-len-b", "5", "--cpu", cwd=tmp_path)
+    assert len([line for line in out.stdout.splitlines() if line.startswith("H-")]) == 21
+    # posenc-pe, which knows only the built-in kinds, keeps the recorded name and finds no table.
+    tables = extract_tables(ckpt, require_table=False)
+    assert {side: (t.kind, t.table) for side, t in tables.items()} == {"encoder": ("ramp", None),
+                                                                       "decoder": ("ramp", None)}
+
+
+@pytest.mark.slow
+def test_without_its_user_dir_the_kind_is_refused_with_one_line(reversal_corpus, tmp_path):
+    proc = fairseq("fairseq-train", reversal_corpus, "--user-dir", REPO / "posenc" / "fairseq_plugin",
+                   "--arch", "posenc_transformer_small", "--encoder-pos", "ramp", "--save-dir", tmp_path,
+                   cwd=tmp_path, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "--encoder-pos" in last and "invalid choice: 'ramp'" in last
+    assert "'learned', 'sinusoidal', 'rope', 'alibi', 't5', 'none'" in last
+
+
+def test_the_plugin_reads_the_registry_when_it_builds_its_parser(registry):
+    register_kind("flat", families="transformer", acts=EMBEDDINGS, build=lambda side: None)
+    assert parse_args("posenc_transformer_small", "--encoder-pos", "flat").encoder_pos == "flat"
+    with pytest.raises(SystemExit):  # argparse: not among fconv's choices
+        parse_args("posenc_fconv_small", "--encoder-pos", "flat")
+    model, _ = build("posenc_transformer_small", "--encoder-pos", "flat", "--decoder-pos", "none")
+    assert model.encoder.embed_positions is None and model.decoder.embed_positions is None
