@@ -9,11 +9,12 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Three 
   the same se on t(n - 1) (before issue 22), of plain Satterthwaite, and of today's * (sacreBLEU's
   paired bootstrap on the concatenated outputs), over seed sds, seeds and test sizes;
 - effects: the power at 0.5, 1 and 2 BLEU, before and after the df change;
-- planning: pilots of 3 and 5 seeds on PILOT_SIZE sentences plan the seeds for a difference that
-  the truth needs 6 seeds for, at the pilot's size and at 3 and 6 times it, with the seeds' own
-  part 0, equal to and 4 times the sentence part; the power the booked seeds really deliver (the
-  test's power at the world's true components, measured by simulating the world at that size), its
-  mean over the pilots, and the median booking against the truth's plan; the same for the plug-in.
+- planning: pilots of 3 and 5 seeds on PILOT_SIZE sentences, of rows that truly differ by Δ, plan
+  the seeds for Δ, which the truth needs 6 seeds for, at the pilot's size and at 3 and 6 times it,
+  with the seeds' own part 0, equal to and 4 times the sentence part; the power the booked seeds
+  really deliver (the sweeps they book, simulated, and the test's power at the world's true
+  components, measured by simulating the world at that size and Δ), its mean over the pilots, and
+  the median booking against the truth's plan; the same for the plug-in.
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
 largest size must not exceed it.
@@ -85,10 +86,12 @@ def effects_part(pool, noise, comparisons, seed_sd, seed):
                   "power after: guarded W-S"], rows)
 
 
-def world_parts(pool, noise, size, seed, sweeps=300, seeds=10):
-    """The world's sentence parts at ``size`` sentences (sentence_var, shared_var), averaged over
-    many simulated sweeps of many seeds: the truth the planner is judged against."""
-    result = simulate(pool, Setting(seeds, size, 0.0, 0.0, noise), sweeps, seed=seed)
+def world_parts(pool, noise, size, seed, effect=0.0, sweeps=200, seeds=10):
+    """The world's sentence parts at ``size`` sentences (sentence_var, shared_var) where the row is
+    ``effect`` BLEU above its baseline (they depend on it: at 0 both systems corrupt a shared
+    sentence alike), averaged over many simulated sweeps of many seeds: the truth the planner is
+    judged against."""
+    result = simulate(pool, Setting(seeds, size, 0.0, effect, noise), sweeps, seed=seed)
     sentence, shared = split_variance(result["var_test"], result["var_test_seed"], seeds)
     return float(np.mean(sentence)), float(np.mean(shared))
 
@@ -110,26 +113,34 @@ def delivered(pool, noise, bookings, seed_sd, effect, size, seed) -> float:
     return float(np.mean(rejected))
 
 
-def planning_part(pool, noise, pilots, seed, direct=1000):
-    """Pilots plan; the plans are judged by the sweeps they book (the first ``direct`` pilots) and
-    by the test's power at the world's true components (all of them)."""
-    truth = {f: world_parts(pool, noise, PILOT_SIZE * f, seed + f) for f in FACTORS}
-    sentence_n = truth[1][0]
+def planning_part(pool, noise, pilots, seed, direct=300):
+    """Pilots of rows that truly differ by Δ plan for Δ; the plans are judged by the sweeps they
+    book (one per pilot, for the first ``direct`` pilots; half as many at 6 times the sentences) and
+    by the test's power at the world's true components (all pilots)."""
+    sentence_n = world_parts(pool, noise, PILOT_SIZE, seed)[0]
+    worlds = {}
+    for ratio, factor in itertools.product(RATIOS, FACTORS):
+        # Δ such that the truth needs TRUTH_SEEDS seeds, with the world's parts measured at that Δ.
+        size, seed_var, effect = PILOT_SIZE * factor, ratio * sentence_n, 0.0
+        for _ in range(2):
+            sentence, shared = world_parts(pool, noise, size, seed + factor, effect)
+            effect = effect_needing(TRUTH_SEEDS, seed_var + sentence, shared, size)
+        worlds[(ratio, factor)] = (effect, seed_var + sentence, shared)
     rows = []
     for i, (ratio, n, factor) in enumerate(itertools.product(RATIOS, PILOTS, FACTORS)):
         size = PILOT_SIZE * factor
-        seed_var = ratio * sentence_n                     # the seeds' own part of d_s, the same at any size
-        seed_sd = float(np.sqrt(seed_var / 2))            # per system: d_s holds two systems' seeds
-        spread, shared = seed_var + truth[factor][0], truth[factor][1]
-        effect = effect_needing(TRUTH_SEEDS, spread, shared, size)
+        effect, spread, shared = worlds[(ratio, factor)]
+        seed_sd = float(np.sqrt(ratio * sentence_n / 2))   # per system: d_s holds two systems' seeds
         truth_plan = int(power_mod.plan(effect, spread, shared, size))
-        pilot = simulate(pool, Setting(n, PILOT_SIZE, seed_sd, 0.0, noise), pilots, seed=seed + 100 + i)
+        pilot = simulate(pool, Setting(n, PILOT_SIZE, seed_sd, effect, noise), pilots, seed=seed + 100 + i)
         sentence, shared_hat = split_variance(pilot["var_test"], pilot["var_test_seed"], n)
         comps = power_mod.Components(pilot["sd_diff"] ** 2, sentence, shared_hat, PILOT_SIZE, n)
         booked, plug_in = (np.where(s < 0, power_mod.MAX_SEEDS, s) for s in
                            (power_mod.plan(effect, *c.at(size), size) for c in (comps.upper(), comps)))
+        swept = direct // 2 if factor == max(FACTORS) else direct
         cells = [f"{ratio:g}", str(n), f"{PILOT_SIZE} → {size}", f"{effect:.2f}", str(truth_plan), str(pilots)]
-        cells += [f"{delivered(pool, noise, booked[:direct], seed_sd, effect, size, seed + 1000 * (i + 1)):.3f}"]
+        cells += [f"{delivered(pool, noise, booked[:swept], seed_sd, effect, size, seed + 1000 * (i + 1)):.3f}"
+                  f" ({swept})"]
         for seeds in (booked, plug_in):
             power = power_mod.power_of(effect, seeds, spread, shared, size)
             cells += [f"{power.mean():.3f}", f"{np.mean(power < 0.5):.2f}", f"{np.median(seeds):.0f}",
@@ -138,11 +149,11 @@ def planning_part(pool, noise, pilots, seed, direct=1000):
         rows.append(cells)
         print(" | ".join(cells), flush=True)
     header = ["seeds' part / sentence part", "pilot seeds", "sentences (pilot → planned)", "Δ (truth needs 6)",
-              "truth's plan", "pilots", f"booked: power delivered (sweeps of the first {direct})",
+              "truth's plan", "pilots", "booked: power delivered (sweeps booked, first pilots)",
               "booked: mean power at the truth", "booked: share < 0.5", "booked: median seeds", "booked / truth",
               "booked: 'cannot pin down'", "plug-in: mean power at the truth", "plug-in: share < 0.5",
               "plug-in: median seeds", "plug-in / truth"]
-    return table(header, rows), truth
+    return table(header, rows), {f: worlds[(1.0, f)] for f in FACTORS}
 
 
 def main():
@@ -176,8 +187,9 @@ def main():
     if "planning" in parts:
         plans, truth = planning_part(pool, args.noise, args.pilots, 9000)
         lines += [f"## The planner as users use it, {args.noise} errors", "",
-                  "World's sentence parts (variance of d_s, BLEU²), by test size: " +
-                  "; ".join(f"{PILOT_SIZE * f}: sentence {s:.3f}, shared {h:.3f}" for f, (s, h) in truth.items()),
+                  "The world where the seeds' part equals the sentence part (variance of d_s at Δ, BLEU²), by "
+                  "test size: " + "; ".join(f"{PILOT_SIZE * f}: Δ {e:.2f}, spread {sp:.3f}, shared {h:.3f}"
+                                            for f, (e, sp, h) in truth.items()),
                   "", *plans, ""]
     wall = time.perf_counter() - started
     head = ["- Command: `OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/calibrate_significance.py "
