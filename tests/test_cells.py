@@ -10,22 +10,13 @@ import yaml
 from hydra import compose, initialize_config_dir
 from sacrebleu.metrics import BLEU
 
+from posenc import metrics
 from posenc.cells import keys, layout
-from posenc.cells.schema import (
-    FAILED,
-    RUNNING,
-    bleu_options,
-    config_family,
-    family,
-    field,
-    new_record,
-    read_result_why,
-    signature_options,
-)
+from posenc.cells.schema import FAILED, RUNNING, bleu_options, config_family, family, field, new_record, read_result_why
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.harness.app import sweep_eta
 from posenc.harness.outcome import summarize
-from posenc.harness.scoring import detokenized_bleu
+from posenc.metrics import bleu_signature_options
 from report_fixtures import write_plan
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -48,10 +39,11 @@ def test_the_split_rule():
 @pytest.mark.parametrize("lowercase", [False, True])
 def test_recorded_bleu_options_are_what_old_records_parse_from_their_signature(lowercase):
     hyps, refs = ["The cat sat on the mat ."], ["The cat sat on a mat ."]
-    score, signature, options = detokenized_bleu(hyps, refs, lowercase=lowercase)
+    metric = metrics.bleu(lowercase)
+    (score, signature), options = metric.corpus_score(hyps, refs), metric.options
     new = {"bleu_signature": signature, "bleu_options": options}
     old = {"bleu_signature": signature}
-    assert bleu_options(new) == bleu_options(old) == signature_options(signature)
+    assert bleu_options(new) == bleu_options(old) == bleu_signature_options(signature)
     assert BLEU(**bleu_options(old)).corpus_score(hyps, [refs]).score == score
     long = {"bleu_signature_test_long": signature.replace("13a", "intl")}
     assert bleu_options(long, "test_long")["tokenize"] == "intl"

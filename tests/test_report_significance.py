@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
 
-from posenc.cells.schema import signature_options
+from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu
+from posenc.metrics import bleu_signature_options as signature_options
 from posenc.report import buckets
-from posenc.report.significance import Scorer, bootstrap_ci, corpus_bleu, paired_test
+from posenc.report.significance import paired_test
 from posenc.report.stats import ci95, mean_sd, t975
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets
 

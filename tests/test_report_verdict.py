@@ -15,16 +15,17 @@ import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF
 from scipy import stats as scipy_stats
 
+from posenc import metrics
 from posenc.cells.schema import bleu_options
-from posenc.harness.scoring import detokenized_chrf
+from posenc.metrics import TESTED_SACREBLEU, Scorer, chrf_signature_options, sacrebleu_version_problem
+from posenc.metrics_vector import bleu, chrf
 from posenc.report import cli
 from posenc.report import power as power_mod
-from posenc.report.outputs import cache_statistics
+from posenc.report.outputs import score_output
 from posenc.report.rows import Settings
-from posenc.report.significance import TESTED_SACREBLEU, Scorer, chrf_options, paired_test, sacrebleu_version_problem
+from posenc.report.significance import paired_test
 from posenc.report.simulate import NOISE, Pool, Setting, rejection_rate, resample_counts, simulate
 from posenc.report.table import table_rows
-from posenc.report.vector_scores import bleu, chrf
 from posenc.report.verdict import holm, seed_test
 from report_fixtures import synthetic_test_sets, write_cell, write_testset
 
@@ -46,7 +47,7 @@ def masked(refs, rate: float, seed: int) -> list:
 
 
 def stats(hyps, refs, metric="bleu"):
-    options = chrf_options("") if metric == "chrf" else {}   # chrF++: word bigrams
+    options = chrf_signature_options("") if metric == "chrf" else {}   # chrF++: word bigrams
     return np.asarray(Scorer().sentence_stats(hyps, refs, options, "k", metric))
 
 
@@ -70,7 +71,7 @@ def test_vectorized_bleu_and_chrf_are_sacrebleus(data):
     c = stats(hyps, refs, "chrf")
     sums = np.stack([c[rng.integers(0, len(c), rng.integers(1, 4))].sum(0) for _ in range(200)] + [c.sum(0)])
     expected = [CHRF(word_order=2)._compute_score_from_stats(list(x)).score for x in sums]
-    assert chrf(sums, chrf_options("")) == pytest.approx(expected, abs=1e-9)
+    assert chrf(sums, chrf_signature_options("")) == pytest.approx(expected, abs=1e-9)
 
 
 def test_test_set_variance_is_the_bootstraps(data):
@@ -181,7 +182,7 @@ def test_chrf_is_the_sacrebleu_command_line(data, tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     expected = json.loads(out.stdout)
-    score, signature = detokenized_chrf(hyps, refs)
+    score, signature = metrics.chrf().corpus_score(hyps, refs)
     assert score == pytest.approx(expected["score"], abs=1e-6) and expected["name"] == "chrF2++"
     assert "nw:2" in signature
     # An old record without chrf: the table computes it from the hypotheses
@@ -275,9 +276,8 @@ def test_statistics_cached_when_a_cell_is_scored_are_the_tables(data):
     cell = sweep / "placement=both,seed=1"
     record = json.loads((cell / "result.json").read_text())
     hyps = (cell / "hypotheses.txt").read_text().splitlines()
-    _, chrf_signature = detokenized_chrf(hyps, refs)
-    for metric, options in (("bleu", bleu_options(record)), ("chrf", chrf_options(chrf_signature))):  # as the harness
-        cache_statistics(cell, "hypotheses.txt", hyps, refs, corpus["cache_key"], "test", options, metric)
+    scores = score_output(cell, "hypotheses.txt", hyps, refs, corpus["cache_key"], "test", False, hyps, refs)
+    assert scores["bleu_options"] == bleu_options(record) and scores["bleu"] == record["bleu"]
     cached = sorted(p.name for p in (cell / ".report-cache").iterdir())
     assert len(cached) == 2
     row = table_rows(sweep)[0]

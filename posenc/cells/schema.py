@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 
 from posenc.cells.layout import RESULT_FILE
 from posenc.confdir import CONF_DIR
+from posenc.metrics import bleu_signature_options, chrf_signature_options
 
 # The contract's columns, in table order (results.csv keeps this order, extras after).
 FIELDS = ("experiment", "model", "data", "pe", "placement", "encoder_pos", "decoder_pos", "seed", "status",
@@ -98,22 +99,18 @@ def bleu_options(record: dict, split: str = "test") -> dict:
     recorded = record.get(field("bleu_options", split))
     if isinstance(recorded, dict):
         return dict(recorded)
-    return signature_options(str(record.get(field("bleu_signature", split)) or ""))
+    return bleu_signature_options(str(record.get(field("bleu_signature", split)) or ""))
 
 
-def signature_options(signature: str) -> dict:
-    """The ``BLEU(...)`` arguments that reproduce a sacreBLEU signature such as
-    ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``."""
-    fields = dict(part.split(":", 1) for part in signature.split("|") if ":" in part)
-    options = {}
-    if fields.get("case") == "lc":
+def chrf_options(record: dict, split: str = "test") -> dict:
+    """The ``sacrebleu.metrics.CHRF(...)`` arguments the split was scored with: as recorded, or
+    for records written before they were, parsed from the split's chrF signature; records from
+    before chrF++ was recorded have none: chrF++ with BLEU's casing."""
+    recorded = record.get(field("chrf_options", split))
+    if isinstance(recorded, dict):
+        return dict(recorded)
+    signature = str(record.get(field("chrf_signature", split)) or "")
+    options = chrf_signature_options(signature)
+    if not signature and bleu_options(record, split).get("lowercase"):
         options["lowercase"] = True
-    if "tok" in fields:
-        options["tokenize"] = fields["tok"]
-    if fields.get("eff") == "yes":
-        options["effective_order"] = True
-    method, _, value = fields.get("smooth", "exp").partition("[")
-    options["smooth_method"] = method
-    if value:
-        options["smooth_value"] = float(value.rstrip("]"))
     return options

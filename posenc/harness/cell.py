@@ -27,14 +27,12 @@ from posenc.harness.progress import CellProgress
 from posenc.harness.provenance import provenance
 from posenc.harness.records import base_record, write_result
 from posenc.harness.runtime import added_environment, child_environment
-from posenc.harness.scoring import detokenized_bleu, detokenized_chrf, tokenized_bleu
 from posenc.harness.signals import STOP, StopRequested
 from posenc.harness.slurm_job import requeues, stop_cause
 from posenc.harness.spec import cell_spec
 from posenc.harness.subprocess_step import StepFailed, run_step
 from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
-from posenc.report.outputs import cache_statistics
-from posenc.report.significance import chrf_options
+from posenc.report.outputs import score_output
 
 
 class IncompleteOutput(RuntimeError):
@@ -214,18 +212,13 @@ def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, e
     tokenized = [by_id[i] for i in range(expected)]
     detokenized = prepared.detokenize(tokenized)
     references = prepared.references(split)
-    bleu, signature, options = detokenized_bleu(detokenized, references, lowercase=prepared.lowercased)
-    tok_bleu = tokenized_bleu(tokenized, prepared.tokenize(references), lowercase=prepared.lowercased)
-    chrf, chrf_signature = detokenized_chrf(detokenized, references, lowercase=prepared.lowercased)
     name = layout.hypotheses_file(split)
     write_text_atomic(job_dir / name, "".join(line + "\n" for line in detokenized))
     write_text_atomic(job_dir / layout.hypotheses_file(split, tokenized=True),
                       "".join(line + "\n" for line in tokenized))
-    for metric, metric_options in (("bleu", options), ("chrf", chrf_options(chrf_signature))):  # the table reads them
-        cache_statistics(job_dir, name, detokenized, references, prepared.cache_key, split, metric_options, metric)
-    return {"bleu": round(bleu, 2), "bleu_signature": signature, "bleu_options": options,
-            "tok_bleu": round(tok_bleu, 2), "chrf": round(chrf, 2), "chrf_signature": chrf_signature,
-            "test_sentences": expected, "hypotheses": name}
+    scores = score_output(job_dir, name, detokenized, references, prepared.cache_key, split, prepared.lowercased,
+                          tokenized, prepared.tokenize(references))
+    return {**scores, "test_sentences": expected, "hypotheses": name}
 
 
 def tidy_checkpoints(save_dir: Path, keep: str) -> None:

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import sacrebleu
 
+from posenc import metrics
 from posenc.atomic import atomic_file
-from posenc.cells.schema import bleu_options, field
-from posenc.report.significance import Scorer, chrf_options, corpus_bleu
+from posenc.cells.schema import bleu_options, chrf_options, field
+from posenc.metrics import SACREBLEU_VERSION, Scorer, corpus_bleu
 
 # Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
 # (posenc-table, a rerun of the sweep) without tokenizing and counting n-grams again.
@@ -31,7 +31,7 @@ class Output:
     testset_key: str
     corpus: str
     chrf_array: np.ndarray  # chrF++'s sufficient statistics, one row per sentence
-    chrf_options: dict      # the CHRF(...) arguments (the record's chrf_signature; chrF++ for older records)
+    chrf_options: dict      # the CHRF(...) arguments (recorded; older records: their chrf_signature's, or chrF++)
 
     def arrays(self, metric: str):
         """``(statistics, options)`` of ``metric`` ("bleu" or "chrf")."""
@@ -69,10 +69,7 @@ def cell_output(cell, split: str, testsets, scorer):
         return None, f"{len(hypotheses)} hypotheses for {len(references)} references"
     options = bleu_options(record, split)
     array = _statistics(cell.dir, name, path, hypotheses, references, (testset.key, split), options, "bleu", scorer)
-    # Records from before chrF++ was recorded have no chrF signature: chrF++ with BLEU's casing.
-    chrf_opts = chrf_options(str(record.get(field("chrf_signature", split)) or ""))
-    if not record.get(field("chrf_signature", split)) and options.get("lowercase"):
-        chrf_opts["lowercase"] = True
+    chrf_opts = chrf_options(record, split)
     chrf_array = _statistics(cell.dir, name, path, hypotheses, references, (testset.key, split), chrf_opts, "chrf",
                              scorer)
     stats = array.tolist()
@@ -84,14 +81,24 @@ def cell_output(cell, split: str, testsets, scorer):
                   testset.key, testset.name, chrf_array, chrf_opts), ""
 
 
-def cache_statistics(cell_dir: Path, name: str, hypotheses, references, testset_key: str, split: str,
-                     options: dict, metric: str) -> None:
-    """Extract and cache an output's per-sentence statistics when it is scored (the harness does,
-    once per cell), so that the sweep's table finds them instead of extracting them again.
-    ``options``: the metric's arguments as the table reads them back from the record
-    (``bleu_options``, ``chrf_options`` of its signature); they are part of the cache key."""
-    _statistics(Path(cell_dir), name, Path(cell_dir) / name, hypotheses, references, (testset_key, split), options,
-                metric, Scorer())
+def score_output(cell_dir: Path, name: str, hypotheses, references, testset_key: str, split: str, lowercase: bool,
+                 tokenized, tokenized_references) -> dict:
+    """Score a cell's output on one split, for its record: BLEU (its signature and options), tokenized
+    BLEU, chrF++ (its signature and options), the scores rounded to 2 decimals as records keep them.
+    ``name``: the detokenized hypotheses' file in ``cell_dir``, already written (the cache key hashes
+    it). Their per-sentence statistics are cached beside it, under the options the table reads back
+    from the record, so that the sweep's table finds them instead of extracting them again."""
+    bleu, chrf = metrics.bleu(lowercase), metrics.chrf(lowercase)
+    bleu_score, bleu_signature = bleu.corpus_score(hypotheses, references)
+    tok_bleu, _ = metrics.tokenized_bleu(lowercase).corpus_score(tokenized, tokenized_references)
+    chrf_score, chrf_signature = chrf.corpus_score(hypotheses, references)
+    scorer = Scorer()
+    for metric in (bleu, chrf):
+        _statistics(Path(cell_dir), name, Path(cell_dir) / name, hypotheses, references, (testset_key, split),
+                    metric.options, metric.kind, scorer)
+    return {"bleu": round(bleu_score, 2), "bleu_signature": bleu_signature, "bleu_options": dict(bleu.options),
+            "tok_bleu": round(tok_bleu, 2), "chrf": round(chrf_score, 2), "chrf_signature": chrf_signature,
+            "chrf_options": dict(chrf.options)}
 
 
 def _statistics(cell_dir, name, path, hypotheses, references, references_key, options, metric, scorer):
@@ -108,7 +115,7 @@ def _statistics(cell_dir, name, path, hypotheses, references, references_key, op
 def _stats_key(path: Path, testset_key: str, split: str, options: dict, metric: str) -> str:
     """What the statistics depend on: the output, the references, the metric and its code."""
     digest = hashlib.sha256(path.read_bytes())
-    digest.update(repr((testset_key, split, metric, sorted(options.items()), sacrebleu.__version__)).encode())
+    digest.update(repr((testset_key, split, metric, sorted(options.items()), SACREBLEU_VERSION)).encode())
     return digest.hexdigest()[:20]
 
 

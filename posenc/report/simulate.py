@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posenc.report.significance import Scorer
-from posenc.report.vector_scores import bleu
+from posenc.metrics import Scorer
+from posenc.metrics_vector import bleu
 from posenc.report.verdict import ALPHA, p_values, test_parts
 
 NOISE = ("independent", "shared")

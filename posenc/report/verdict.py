@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from posenc.report.vector_scores import SCORERS
+from posenc.metrics_vector import SCORERS
 
 ALPHA = 0.05
 BETTER, WORSE, NO_EVIDENCE = "better", "worse", "no evidence"

@@ -3,6 +3,7 @@
 sacreBLEU scores one statistics vector per call (``_compute_score_from_stats``); a bootstrap over
 seeds and sentences needs thousands per row. These are the same formulas, vectorized over the
 leading axes; a test checks them against sacreBLEU's own on random statistics and every option.
+Beside ``posenc.metrics``, the other module of ``posenc/`` that imports sacreBLEU (for its constants).
 """
 
 import numpy as np
@@ -17,7 +18,7 @@ _NO_LOG = -9999999999.0   # sacreBLEU's my_log(0)
 def bleu(stats, options: dict) -> np.ndarray:
     """BLEU of each row (last axis: a sentence's or a corpus's summed statistics), with the
     ``BLEU(...)`` options a record was scored with (``posenc.cells.schema.bleu_options``, as the harness
-    recorded them from ``posenc.harness.scoring.detokenized_bleu_options``): smoothing, effective order."""
+    recorded them from ``posenc.metrics.bleu_options``): smoothing, effective order."""
     s = np.asarray(stats, dtype=np.float64)
     sys_len, ref_len = s[..., 0], s[..., 1]
     correct, total = s[..., 2:2 + ORDER].copy(), s[..., 2 + ORDER:2 + 2 * ORDER].copy()
