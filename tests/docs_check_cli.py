@@ -176,9 +176,21 @@ def check_fairseq(tool: str, args: list[str]) -> str | None:
     line = [str(PLUGIN) if w.endswith("posenc/fairseq_plugin") else
             str(REPO / w) if i and line[i - 1] == "--user-dir" and not Path(w).is_absolute() else w
             for i, w in enumerate(line)]
-    parser = {"train": options.get_training_parser, "generate": options.get_generation_parser,
-              "validate": options.get_validation_parser}[tool]()
-    accepted, why = run_quietly(options.parse_args_and_arch, parser, line)
+    # A user dir that registers a position kind (docs/plugin.md's tests/toy_kind) must not leave it
+    # registered in this test process: the registry and the imported user dir are put back.
+    from posenc import kinds
+
+    saved, user_dirs = dict(kinds._REGISTRY), {Path(line[i + 1]).name for i, w in enumerate(line[:-1])
+                                                if w == "--user-dir"}
+    try:
+        parser = {"train": options.get_training_parser, "generate": options.get_generation_parser,
+                  "validate": options.get_validation_parser}[tool]()
+        accepted, why = run_quietly(options.parse_args_and_arch, parser, line)
+    finally:
+        kinds._REGISTRY.clear()
+        kinds._REGISTRY.update(saved)
+        for name in user_dirs - {"fairseq_plugin"}:
+            sys.modules.pop(name, None)
     return None if accepted else f"fairseq-{tool}: {why}"
 
 
