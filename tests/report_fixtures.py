@@ -108,3 +108,21 @@ def cli_p_value(tmp_path: Path, refs, base, system, flag: str, n: int, seed: str
                          timeout=300, env=dict(os.environ, SACREBLEU_SEED=seed))
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)[1]["BLEU"]["p_value"]
+
+
+def masked(refs, rate: float, seed: int) -> list:
+    """Each word dropped where its own uniform (fixed by ``seed``) is below ``rate``: outputs of one
+    seed at two rates differ only in the words between the rates (tiny sentence noise)."""
+    rng = random.Random(seed)
+    return [" ".join(w for w in line.split() if rng.random() >= rate) for line in refs]
+
+
+def sweep_of(root, name, corpus, splits, outputs: dict) -> Path:
+    """A sweep with one cell per (placement, seed): ``outputs[placement][seed]`` its test hypotheses."""
+    sweep = root / name
+    for placement, by_seed in outputs.items():
+        for seed, hyps in by_seed.items():
+            write_cell(sweep, f"placement={placement},seed={seed}", corpus, splits, {"test": hyps},
+                       placement=placement, seed=seed)
+    return sweep
+

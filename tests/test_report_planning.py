@@ -3,7 +3,6 @@ same Δ everywhere, each against a value computed independently here: a direct s
 sweeps that pilots book, a hand-worked Satterthwaite example, Holm by hand, and hand means."""
 
 import math
-import random
 
 import numpy as np
 import pytest
@@ -14,14 +13,11 @@ from posenc.report.rows import Settings
 from posenc.report.simulate import Pool, Setting, simulate
 from posenc.report.table import report_text, table_rows
 from posenc.report.verdict import degrees_of_freedom, holm, seed_test, split_variance
-from report_fixtures import synthetic_test_sets, write_cell, write_testset
+from report_fixtures import masked, sweep_of, synthetic_test_sets, write_testset
 
 PILOT, PLANNED = 400, 1200   # sentences: the pilot's test set, and the 3 times larger one the plan is for
 
 
-def masked(refs, rate: float, seed: int) -> list:
-    rng = random.Random(seed)
-    return [" ".join(w for w in line.split() if rng.random() >= rate) for line in refs]
 
 
 @pytest.fixture(scope="module")
@@ -111,13 +107,6 @@ def data(tmp_path_factory):
     return root, splits, write_testset(root / "cache", splits)
 
 
-def sweep_of(root, name, corpus, splits, outputs: dict):
-    sweep = root / name
-    for placement, by_seed in outputs.items():
-        for seed, hyps in by_seed.items():
-            write_cell(sweep, f"placement={placement},seed={seed}", corpus, splits, {"test": hyps},
-                       placement=placement, seed=seed)
-    return sweep
 
 
 def test_the_primary_question_has_its_own_holm_family(data, capsys):

@@ -4,7 +4,6 @@ noncentral t, a bootstrap, Holm's procedure by hand, and simulated sweeps whose 
 
 import json
 import math
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from posenc.report.significance import paired_test
 from posenc.report.simulate import NOISE, Pool, Setting, rejection_rate, resample_counts, simulate
 from posenc.report.table import table_rows
 from posenc.report.verdict import holm, seed_test
-from report_fixtures import synthetic_test_sets, write_cell, write_testset
+from report_fixtures import masked, sweep_of, synthetic_test_sets, write_testset
 
 BIN = Path(sys.executable).parent
 
@@ -39,11 +38,6 @@ def data(tmp_path_factory):
     return root, splits, write_testset(root / "cache", splits)
 
 
-def masked(refs, rate: float, seed: int) -> list:
-    """Each word dropped where its own uniform (fixed by ``seed``) is below ``rate``: outputs of one
-    seed at two rates differ only in the words between the rates (tiny sentence noise)."""
-    rng = random.Random(seed)
-    return [" ".join(w for w in line.split() if rng.random() >= rate) for line in refs]
 
 
 def stats(hyps, refs, metric="bleu"):
@@ -88,14 +82,6 @@ def test_test_set_variance_is_the_bootstraps(data):
     assert np.mean([test.var_test_seed]) == pytest.approx(one.var(), rel=0.25)
 
 
-def sweep_of(root, name, corpus, splits, outputs: dict) -> Path:
-    """A sweep with one cell per (placement, seed): ``outputs[placement][seed]`` its test hypotheses."""
-    sweep = root / name
-    for placement, by_seed in outputs.items():
-        for seed, hyps in by_seed.items():
-            write_cell(sweep, f"placement={placement},seed={seed}", corpus, splits, {"test": hyps},
-                       placement=placement, seed=seed)
-    return sweep
 
 
 def test_identical_systems_give_no_evidence(data):
