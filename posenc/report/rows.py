@@ -125,8 +125,9 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
         _scores(row, has_long)
     check_primary(settings.primary)
     if PRIMARIES[settings.primary][1] not in splits:
+        allowed = ", ".join(name for name, (_, split) in PRIMARIES.items() if split in splits)
         raise ReportError(f"--primary {settings.primary}: no cell of this sweep scored the "
-                          f"{PRIMARIES[settings.primary][1]} split; allowed here: bleu, chrf")
+                          f"{PRIMARIES[settings.primary][1]} split; allowed here: {allowed}")
     signature = ""
     for split in splits:
         signature = _significance(rows, split, base_key, base_value, settings) or signature

@@ -150,8 +150,7 @@ def seed_test(row_stats, base_stats, options: dict, metric: str = "bleu") -> See
                      sentences)
     if n < 2:
         return parts
-    se = math.sqrt(sd ** 2 / n + parts.shared_var)
-    df = float(degrees_of_freedom(sd ** 2 / n, parts.shared_var, n, sentences))
+    _, se, df = (float(x) for x in p_values(delta, sd, var_test, var_test_seed, n, sentences))
     p, low, high = t_test(delta, se, df)
     return replace(parts, se=se, p=p, ci_low=low, ci_high=high, df=df)
 
