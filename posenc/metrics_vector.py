@@ -17,7 +17,7 @@ _NO_LOG = -9999999999.0   # sacreBLEU's my_log(0)
 
 def bleu(stats, options: dict) -> np.ndarray:
     """BLEU of each row (last axis: a sentence's or a corpus's summed statistics), with the
-    ``BLEU(...)`` options a record was scored with (``posenc.cells.schema.bleu_options``, as the harness
+    ``BLEU(...)`` options a record was scored with (``posenc.cells.record.bleu_options``, as the harness
     recorded them from ``posenc.metrics.bleu_options``): smoothing, effective order."""
     s = np.asarray(stats, dtype=np.float64)
     sys_len, ref_len = s[..., 0], s[..., 1]

@@ -111,7 +111,7 @@ def variant_argv(name, opts, bin_dir, device) -> list:
 
 
 def run_variant(name, opts, bin_dir, device) -> dict:
-    from posenc.harness.fairseq_logs import parse_record
+    from posenc.harness.run.fairseq_logs import parse_record
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     started = time.monotonic()

@@ -10,7 +10,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from posenc.harness.spec import ConfigError, cell_spec, check_values
+from posenc.harness.cell.spec import cell_spec, check_values
+from posenc.harness.errors import ConfigError
 from project import compose_cfg, hidden_fairseq_config_store
 
 MULTIRUN = {"-m", "--multirun"}

@@ -40,3 +40,10 @@ def posenc_run(*args, cwd, cache, env=None, timeout=900):
         child["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=child, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def compose_cell(*overrides):
+    """The resolved ``Cell`` of the root config with ``overrides``, as posenc-run resolves it (the
+    corpus cache named, since its default is Hydra's runtime cwd, which only a running job has)."""
+    from posenc.harness.cell.resolve import resolve_cell
+    return resolve_cell(compose_cfg("paths.cache_dir=/no/cache", *overrides))

@@ -12,10 +12,10 @@ from sacrebleu.metrics import BLEU
 
 from posenc import metrics
 from posenc.cells import keys, layout
-from posenc.cells.schema import FAILED, RUNNING, bleu_options, config_family, family, field, new_record, read_result_why
+from posenc.cells.record import FAILED, RUNNING, bleu_options, config_family, family, field, new_record, read_result_why
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.harness.app import sweep_eta
-from posenc.harness.outcome import summarize
+from posenc.harness.sweep.summary import summarize
 from posenc.metrics import bleu_signature_options
 from report_fixtures import write_plan
 
@@ -25,9 +25,9 @@ pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 def test_a_record_starts_running_with_a_reason_and_a_refused_one_fails_with_its_own():
     running = new_record({"model": "fconv_small", "seed": 1}, Path("/c"), "fconv")
-    assert running["status"] == RUNNING and running["error"] and running["family"] == "fconv"
+    assert running.status == RUNNING and running.error and running.family == "fconv"
     refused = new_record({"model": "x"}, Path("/c"), None, "pe='bad' is not allowed")
-    assert (refused["status"], refused["error"]) == (FAILED, "pe='bad' is not allowed")
+    assert (refused.status, refused.error) == (FAILED, "pe='bad' is not allowed")
 
 
 def test_the_split_rule():
@@ -84,7 +84,7 @@ def test_every_reader_sees_a_nested_cell_and_an_unreadable_one(tmp_path):
     line, status = summarize(sweep)
     assert line == "3 cells: 1 ok, 1 failed: cell=deep/b (boom), 1 not run: cell=torn (result.json unreadable)"
     assert status == 1
-    assert sweep_eta(sweep, 2) == pytest.approx(2.0)  # the one ok cell's minute, twice
+    assert sweep_eta(read, 2) == pytest.approx(2.0)  # the one ok cell's minute, twice
     from posenc.analysis.sweep import find_cells
 
     cells, notes = find_cells(sweep)

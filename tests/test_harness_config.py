@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from posenc.harness.commands import flags, train_command
-from posenc.harness.limits import RunLength, run_length
-from posenc.harness.spec import ConfigError, cell_spec
+from posenc.harness.cell.commands import flags, train_command
+from posenc.harness.cell.limits import RunLength, run_length
+from posenc.harness.cell.resolve import resolve_cell
+from posenc.harness.cell.spec import cell_spec
+from posenc.harness.errors import ConfigError
 from posenc.kinds import grid_skip_reason
-from project import CONF, compose_cfg
+from project import CONF, compose_cell, compose_cfg
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
@@ -97,10 +99,10 @@ def without_length(argv):
 @pytest.mark.parametrize("model", options("model"))
 @pytest.mark.parametrize("budget", ["smoke", "paper"])
 def test_a_budget_never_changes_how_the_model_is_trained(model, budget):
-    default, other = compose_cfg(f"model={model}"), compose_cfg(f"model={model}", f"budget={budget}",
+    default, other = compose_cell(f"model={model}"), compose_cell(f"model={model}", f"budget={budget}",
                                                                "budget.max_update=100")
-    assert OmegaConf.to_container(other.optim) == OmegaConf.to_container(default.optim)
-    argvs = [train_command("bin", "ckpt", cell_spec(c), c, dict(c.optim.args)) for c in (default, other)]
+    assert other.optim_args == default.optim_args
+    argvs = [train_command("bin", "ckpt", c) for c in (default, other)]
     assert without_length(argvs[0]) == without_length(argvs[1])
 
 
@@ -122,10 +124,10 @@ def test_the_convs2s_schedule_is_the_papers_and_ends_at_its_lr_floor():
 
 
 def test_the_vaswani_schedule_ends_after_the_papers_100k_updates_unless_a_budget_cuts_it():
-    cfg = compose_cfg("model=transformer_base", "budget=paper")
+    cfg = compose_cfg("paths.cache_dir=/no/cache", "model=transformer_base", "budget=paper")
     args = cfg.optim.args
     assert (args.adam_betas, args.adam_eps, args.warmup_updates) == ("(0.9, 0.98)", 1e-9, 4000)
-    argv = train_command("bin", "ckpt", cell_spec(cfg), cfg, dict(cfg.optim.args))
+    argv = train_command("bin", "ckpt", resolve_cell(cfg))
     assert argv[argv.index("--max-update") + 1] == "100000"
     assert run_length(compose_cfg("model=transformer_base", "budget=smoke")) == RunLength(1, 20)
 
@@ -161,10 +163,10 @@ def test_table4_preset():
 @pytest.mark.parametrize("placement,expected", [("both", ("learned", "learned")), ("source", ("learned", "none")),
                                                 ("target", ("none", "learned")), ("none", ("none", "none"))])
 def test_placement_maps_to_the_side_flags(placement, expected):
-    cfg = compose_cfg(f"placement={placement}")
+    cfg = compose_cfg("paths.cache_dir=/no/cache", f"placement={placement}")
     spec = cell_spec(cfg)
     assert (spec.encoder_pos, spec.decoder_pos) == expected
-    argv = train_command("bin", "ckpt", spec, cfg, {"optimizer": "adam"})
+    argv = train_command("bin", "ckpt", resolve_cell(cfg))
     i = argv.index("--encoder-pos")
     assert argv[i:i + 4] == ["--encoder-pos", expected[0], "--decoder-pos", expected[1]]
     assert argv[argv.index("--seed") + 1] == "1"
@@ -186,9 +188,8 @@ def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
 
 @pytest.mark.parametrize("pe", ["alibi", "t5"])
 def test_attention_bias_kinds_reach_the_transformer_flags(pe):
-    cfg = compose_cfg("model=transformer_small", f"pe={pe}", "placement=source")
-    spec = cell_spec(cfg)
-    argv = train_command("bin", "ckpt", spec, cfg, {"optimizer": "adam"})
+    cfg = compose_cfg("paths.cache_dir=/no/cache", "model=transformer_small", f"pe={pe}", "placement=source")
+    argv = train_command("bin", "ckpt", resolve_cell(cfg))
     i = argv.index("--encoder-pos")
     assert argv[i:i + 4] == ["--encoder-pos", pe, "--decoder-pos", "none"]
 
@@ -246,7 +247,7 @@ def test_cli_refuses_bad_values_without_a_traceback(tmp_path, args, expected):
 
 
 def test_logger_is_checked_up_front():
-    from posenc.harness.wandb_run import check_logger
+    from posenc.harness.tracking.wandb_run import check_logger
     check_logger(compose_cfg().logger)
     check_logger(compose_cfg("logger=wandb").logger)  # wandb is a main dependency (make setup)
     bad = compose_cfg("logger=wandb")

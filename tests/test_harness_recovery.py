@@ -11,17 +11,19 @@ import textwrap
 import time
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from omegaconf import OmegaConf
 
 from posenc import atomic
-from posenc.harness import resume
-from posenc.harness.failures import exit_reason, non_finite_loss
-from posenc.harness.fairseq_logs import resumed_from, stopped_by, training_summary
-from posenc.harness.limits import step_limits
-from posenc.harness.outcome import summarize
-from posenc.harness.spec import ConfigError
+from posenc.harness.cell.limits import step_limits
+from posenc.harness.errors import ConfigError
+from posenc.harness.hashing import cell_hashes
+from posenc.harness.run import resume
+from posenc.harness.run.failures import exit_reason, non_finite_loss
+from posenc.harness.run.fairseq_logs import resumed_from, stopped_by, training_summary
+from posenc.harness.sweep.summary import summarize
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -71,13 +73,14 @@ def test_atomic_files_get_the_usual_permissions(tmp_path):
 # --- resume decisions -------------------------------------------------------------------------
 
 def cfg_of(**changes):
+    """What resuming reads of a cell (its hashes), for a small config with ``changes``."""
     base = {"model": {"name": "fconv_small", "arch": "posenc_fconv_small"}, "budget": {"max_update": 20},
             "placement": "both", "pe": "learned", "seed": 1, "generation": {"beam": 5}, "redo": False,
             "runtime": {"threads": "auto"}, "keep_checkpoints": "best", "logger": {"name": "none"}}
     cfg = OmegaConf.create(base)
     for key, value in changes.items():
         OmegaConf.update(cfg, key, value)
-    return cfg
+    return SimpleNamespace(hashes=cell_hashes(cfg))
 
 
 def fake_checkpoint(path: Path, whole=True):
@@ -322,7 +325,7 @@ def test_summary_line_names_cells_stopped_at_the_time_cap(tmp_path):
 HOLD_LOCK = """
 import sys, time
 from pathlib import Path
-from posenc.harness.lock import cell_lock
+from posenc.harness.run.lock import cell_lock
 with cell_lock(Path(sys.argv[1]), lambda m: print(m, flush=True)):
     print("got it", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -352,8 +355,8 @@ def test_a_second_run_waits_for_the_cell_and_a_killed_one_lets_go(tmp_path):
 STEP = """
 import sys
 from pathlib import Path
-from posenc.harness import signals
-from posenc.harness.subprocess_step import run_step
+from posenc.harness.run import signals
+from posenc.harness.run.step import run_step
 signals.install()
 try:
     with signals.interruptible():
@@ -400,7 +403,7 @@ time.sleep(60)
 
 PARENT = """
 import signal, subprocess, sys
-from posenc.harness import signals
+from posenc.harness.run import signals
 signals.install()
 workers = [subprocess.Popen([sys.executable, "-c", sys.argv[1], kind, sys.argv[2], signals.JOBLIB_WORKER.decode()],
                             stdout=subprocess.PIPE, text=True) for kind in ("catches", "fresh")]
@@ -432,7 +435,7 @@ class FakeStep:
 def test_one_signal_delivered_twice_is_one_stop_a_later_one_stops_at_once(monkeypatch):
     """A worker gets SIGTERM from the process group and again forwarded by posenc-run: the same
     stop. A second signal later on (a user's second Ctrl-C) still stops at once."""
-    from posenc.harness import signals
+    from posenc.harness.run import signals
     step, clock = FakeStep(), [100.0]
     monkeypatch.setattr(signals, "STOP", signals._Stop())
     monkeypatch.setattr(signals.time, "monotonic", lambda: clock[0])

@@ -1,5 +1,5 @@
 """What fairseq's children get from the harness: the user's environment plus exactly the documented
-variables (posenc/harness/runtime.py), and commands.sh exporting the same ones."""
+variables (posenc/harness/cell/environment.py), and commands.sh exporting the same ones."""
 
 import json
 import os
@@ -11,11 +11,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from posenc.harness import runtime
-from posenc.harness.commands import commands_script
-from posenc.harness.runtime import ALWAYS, added_environment, thread_count
-from posenc.harness.spec import ConfigError
-from posenc.harness.subprocess_step import run_step
+from posenc.harness.cell import environment
+from posenc.harness.cell.commands import commands_script
+from posenc.harness.cell.environment import ALWAYS, added_environment, thread_count
+from posenc.harness.errors import ConfigError
+from posenc.harness.run.step import run_step
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 # What bash itself puts into every environment it runs a command in.
@@ -47,8 +47,8 @@ def test_an_explicit_thread_count_is_passed_on():
 
 
 def test_cells_side_by_side_get_their_share_only_when_the_config_names_no_thread_count():
-    """The share itself is posenc.harness.parallel's; runtime.threads, when set, wins."""
-    from posenc.harness.parallel import cell_resources
+    """The share itself is posenc.harness.launch.parallel's; runtime.threads, when set, wins."""
+    from posenc.harness.launch.parallel import cell_resources
     joblib = OmegaConf.create({"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
                                "n_jobs": 2})
     for overrides, expected in (([], "share"), (["runtime.threads=3"], None)):
@@ -121,18 +121,18 @@ def test_commands_sh_quotes_every_word(tmp_path):
 
 def test_what_libraries_put_into_posenc_runs_own_environment_stays_there(monkeypatch):
     """joblib, imported when Hydra scans its launcher plugins, sets KMP_INIT_AT_FORK in the parent."""
-    monkeypatch.setattr(runtime, "STARTUP_ENV", {"PATH": "/bin"})
+    monkeypatch.setattr(environment, "STARTUP_ENV", {"PATH": "/bin"})
     monkeypatch.setenv("KMP_INIT_AT_FORK", "FALSE")
-    assert "KMP_INIT_AT_FORK" not in runtime.child_environment(ALWAYS)
-    monkeypatch.setattr(runtime, "STARTUP_ENV", {"KMP_INIT_AT_FORK": "FALSE"})  # the user's own: kept
-    assert runtime.child_environment(ALWAYS)["KMP_INIT_AT_FORK"] == "FALSE"
+    assert "KMP_INIT_AT_FORK" not in environment.child_environment(ALWAYS)
+    monkeypatch.setattr(environment, "STARTUP_ENV", {"KMP_INIT_AT_FORK": "FALSE"})  # the user's own: kept
+    assert environment.child_environment(ALWAYS)["KMP_INIT_AT_FORK"] == "FALSE"
 
 
 def test_runtime_and_redo_change_neither_a_cells_directory_nor_its_result_hash():
     from hydra._internal.config_loader_impl import get_overrides_dirname
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from posenc.harness.records import config_hash
+    from posenc.harness.hashing import config_hash
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         plain = compose(config_name="config", overrides=["placement=both"], return_hydra_config=True)
         tuned = compose(config_name="config", overrides=["placement=both", "runtime=busy", "runtime.threads=2",

@@ -11,7 +11,7 @@ import pytest
 
 import project
 from posenc.cells.plan import planned_cells
-from posenc.harness.parallel import thread_share
+from posenc.harness.launch.parallel import thread_share
 from wandb_offline import offline_runs
 
 BIN = Path(sys.executable).parent

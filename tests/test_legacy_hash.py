@@ -8,10 +8,10 @@ import pytest
 
 from posenc.cells.keys import NOT_TRAINING
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, RESULT_FILE, STATE_FILE
-from posenc.harness import resume
-from posenc.harness.cell import finished_result
-from posenc.harness.legacy_hash import before_optim_group
-from posenc.harness.records import config_hash
+from posenc.harness.cell.resolve import resolve_cell
+from posenc.harness.hashing import before_optim_group, config_hash, training_hash
+from posenc.harness.run import resume
+from posenc.harness.run.lifecycle import finished_result
 from project import compose_cfg
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
@@ -61,17 +61,20 @@ def old_cell(tmp_path, config, training):
 
 def test_an_old_finished_cell_is_kept_and_its_hashes_brought_up_to_date(tmp_path):
     overrides, config, training = RECORDED[0]
-    cfg, job = compose_cfg(*overrides), old_cell(tmp_path, *RECORDED[0][1:])
-    assert finished_result(job, cfg)["bleu"] == 88.0
+    cfg, job = compose_cfg("paths.cache_dir=/no/cache", *overrides), old_cell(tmp_path, *RECORDED[0][1:])
+    cell = resolve_cell(cfg)
+    assert finished_result(job, cell).bleu == 88.0
     assert json.loads((job / RESULT_FILE).read_text())["config_hash"] == config_hash(cfg)
-    plan = resume.plan(job, cfg)
+    plan = resume.plan(job, cell)
     assert plan.action == "score" and (job / CHECKPOINTS / BEST).exists()
-    assert json.loads((job / STATE_FILE).read_text())["training_hash"] == resume.training_hash(cfg)
-    assert finished_result(job, cfg)["bleu"] == 88.0  # and again, now by today's hash
+    assert json.loads((job / STATE_FILE).read_text())["training_hash"] == training_hash(cfg)
+    assert finished_result(job, cell).bleu == 88.0  # and again, now by today's hash
 
 
 def test_an_old_cell_with_another_configuration_is_run_again(tmp_path):
     overrides, _, _ = RECORDED[0]
-    cfg, job = compose_cfg(*overrides, "optim.args.lr=0.001"), old_cell(tmp_path, *RECORDED[0][1:])
-    assert finished_result(job, cfg) is None
-    assert resume.plan(job, cfg).action == "fresh" and not (job / CHECKPOINTS).exists()
+    cfg = compose_cfg("paths.cache_dir=/no/cache", *overrides, "optim.args.lr=0.001")
+    job = old_cell(tmp_path, *RECORDED[0][1:])
+    cell = resolve_cell(cfg)
+    assert finished_result(job, cell) is None
+    assert resume.plan(job, cell).action == "fresh" and not (job / CHECKPOINTS).exists()

@@ -9,7 +9,7 @@ import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
 from posenc import metrics
-from posenc.cells.schema import bleu_options, chrf_options
+from posenc.cells.record import bleu_options, chrf_options
 from posenc.metrics import chrf_signature_options
 from posenc.report.outputs import STATS_CACHE, score_output
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU
 
+from posenc.cells.sweep import read_sweep
 from posenc.report.render import delta_cell, p_cell
 from posenc.report.rows import Settings
-from posenc.report.table import report_text, table_rows, write_sweep_tables
+from posenc.report.table import report_text, sweep_end_report, table_rows, write_sweep_tables
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets, write_cell, write_plan, write_testset
 
 BIN = Path(sys.executable).parent
@@ -314,8 +315,10 @@ def test_cli_baseline_formats_plots_and_errors(sweep, tmp_path):
 def test_sweep_end_writes_tables_and_figures(sweep, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(sweep, copy)
-    printed = write_sweep_tables(copy)
+    report = sweep_end_report(read_sweep(copy))
+    printed = write_sweep_tables(report)
     table = (copy / "table.md").read_text()
+    assert "seeds to book" in table  # the sweep end plans seeds
     assert table in printed and "Δ BLEU" in table and "BLEU long split" in table and "BLEU 1-8" in table
     assert (copy / "results.csv").read_text().startswith("experiment,model,data,pe,placement")
     for name in ("delta.png", "bleu.png", "bleu_by_length.png"):

@@ -15,7 +15,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from scipy import stats as scipy_stats
 
 from posenc import metrics
-from posenc.cells.schema import bleu_options
+from posenc.cells.record import bleu_options
 from posenc.metrics import TESTED_SACREBLEU, Scorer, chrf_signature_options, sacrebleu_version_problem
 from posenc.metrics_vector import bleu, chrf
 from posenc.report import cli

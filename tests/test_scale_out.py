@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from posenc.harness.commands import generate_command, train_command
-from posenc.harness.parallel import concurrent_cells, gpu_slots, thread_share, threads_env, visible_gpus
-from posenc.harness.precision import check_gpu_settings, check_hardware
-from posenc.harness.spec import ConfigError, cell_spec
+from posenc.harness.cell.commands import generate_command, train_command
+from posenc.harness.cell.precision import check_gpu_settings, check_hardware
+from posenc.harness.cell.resolve import resolve_cell
+from posenc.harness.errors import ConfigError
+from posenc.harness.launch.parallel import concurrent_cells, gpu_slots, thread_share, threads_env, visible_gpus
 from project import REPO, compose_cfg
 
 BIN = Path(sys.executable).parent
@@ -24,11 +25,9 @@ pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 
 def commands(*overrides):
-    cfg = compose_cfg(*overrides)
-    check_gpu_settings(cfg)
-    spec = cell_spec(cfg)
-    return (train_command("bin", "ckpt", spec, cfg, dict(cfg.optim.args)),
-            generate_command("bin", "ckpt/checkpoint_best.pt", "test", "", cfg))
+    cell = resolve_cell(compose_cfg("paths.cache_dir=/no/cache", *overrides))
+    return (train_command("bin", "ckpt", cell),
+            generate_command("bin", "ckpt/checkpoint_best.pt", "test", "", cell))
 
 
 def after(argv, flag):
@@ -36,10 +35,10 @@ def after(argv, flag):
 
 
 def test_the_hydra_parent_imports_neither_torch_nor_fairseq_with_these_features():
-    code = ("import sys, posenc.harness.app, posenc.harness.wandb_run, posenc.harness.parallel, "
-            "posenc.harness.precision, wandb, hydra_plugins.hydra_joblib_launcher.joblib_launcher, "
+    code = ("import sys, posenc.harness.app, posenc.harness.tracking.wandb_run, posenc.harness.launch.parallel, "
+            "posenc.harness.cell.precision, wandb, hydra_plugins.hydra_joblib_launcher.joblib_launcher, "
             "hydra_plugins.hydra_submitit_launcher.submitit_launcher; "
-            "from posenc.harness.parallel import machine_cores; machine_cores(); "
+            "from posenc.harness.launch.parallel import machine_cores; machine_cores(); "
             "print(sorted(m for m in ('torch', 'fairseq') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip() == "[]", proc.stderr[-2000:]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from posenc.cells.plan import planned_cells
-from posenc.harness.slurm_job import CANCELLED, PREEMPTED
+from posenc.harness.launch.slurm_job import CANCELLED, PREEMPTED
 from test_harness_survival import processes_mentioning
 
 BIN = Path(sys.executable).parent

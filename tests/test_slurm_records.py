@@ -6,14 +6,16 @@ import signal
 
 import pytest
 
-from posenc.harness import cell, slurm_job
-from posenc.harness.signals import STOP
-from posenc.harness.slurm_launcher import (
+from posenc.cells.record import Record
+from posenc.harness.launch import slurm_job
+from posenc.harness.launch.slurm_launcher import (
     TESTED_SUBMITIT_LAUNCHER,
     check_gpus,
     ended_without_result,
     submitit_launcher_version_problem,
 )
+from posenc.harness.run import lifecycle
+from posenc.harness.run.signals import STOP
 
 # fairseq's own log lines (a first run that saved at update 16, a second that resumed from it).
 LOAD = "fairseq.checkpoint_utils | Preparing to load checkpoint ckpt/checkpoint_last.pt"
@@ -34,22 +36,22 @@ def train_log(tmp_path, lines):
 
 
 def test_a_requeue_that_made_progress_and_one_that_did_not(tmp_path):
-    assert cell.no_progress(train_log(tmp_path, FIRST_RUN)) == ""
-    assert cell.no_progress(train_log(tmp_path, FIRST_RUN + SECOND_RUN + SAVED_AGAIN)) == ""
-    assert cell.no_progress(train_log(tmp_path, FIRST_RUN + SECOND_RUN)) == \
+    assert lifecycle.no_progress(train_log(tmp_path, FIRST_RUN)) == ""
+    assert lifecycle.no_progress(train_log(tmp_path, FIRST_RUN + SECOND_RUN + SAVED_AGAIN)) == ""
+    assert lifecycle.no_progress(train_log(tmp_path, FIRST_RUN + SECOND_RUN)) == \
         "no progress since the last requeue: stopped at update 16, where it resumed from"
-    assert cell.no_progress(train_log(tmp_path, FIRST_RUN[:2])) == \
+    assert lifecycle.no_progress(train_log(tmp_path, FIRST_RUN[:2])) == \
         "no progress: stopped before its first checkpoint, in its first run"
 
 
 def test_interrupted_reasons_name_the_cause_and_what_is_kept(tmp_path):
     job = train_log(tmp_path, FIRST_RUN)
-    assert cell.interrupted_reason(slurm_job.TIME_LIMIT, "fairseq-train", job) == \
+    assert lifecycle.interrupted_reason(slurm_job.TIME_LIMIT, "fairseq-train", job) == \
         "SLURM time limit: requeued during fairseq-train; its checkpoint at update 16 is kept: " \
         "the requeued job resumes from it"
-    assert cell.interrupted_reason(slurm_job.CANCELLED, "fairseq-train", job) == \
+    assert lifecycle.interrupted_reason(slurm_job.CANCELLED, "fairseq-train", job) == \
         "cancelled (scancel) during fairseq-train; its checkpoint at update 16 is kept: a rerun resumes from it"
-    assert cell.interrupted_reason("interrupted by SIGINT", "fairseq-generate (test)", job) == \
+    assert lifecycle.interrupted_reason("interrupted by SIGINT", "fairseq-generate (test)", job) == \
         "interrupted by SIGINT during fairseq-generate (test); training is finished: a rerun scores it"
 
 
@@ -72,13 +74,14 @@ def test_why_slurm_sent_sigterm(fields, restarted_before, cause):
 
 
 def test_a_cell_stopped_before_training_began():
-    earlier = {"status": "interrupted", "placement": "both", "error": "SLURM time limit: requeued during fairseq-train"}
-    failed = slurm_job.unstarted(earlier, slurm_job.TIME_LIMIT)  # a requeue would stop at the same place
-    assert failed["status"] == "failed" and failed["placement"] == "both"
-    assert failed["error"].startswith("SLURM time limit reached before training began")
-    assert slurm_job.unstarted(earlier, slurm_job.PREEMPTED)["status"] == "interrupted"
-    assert slurm_job.unstarted({"error": ""}, slurm_job.CANCELLED) == \
-        {"status": "interrupted", "error": "cancelled (scancel) before training began"}
+    def earlier():
+        return Record(status="interrupted", placement="both", error="SLURM time limit: requeued during fairseq-train")
+    failed = slurm_job.unstarted(earlier(), slurm_job.TIME_LIMIT)  # a requeue would stop at the same place
+    assert failed.status == "failed" and failed.placement == "both"
+    assert failed.error.startswith("SLURM time limit reached before training began")
+    assert slurm_job.unstarted(earlier(), slurm_job.PREEMPTED).status == "interrupted"
+    unstarted = slurm_job.unstarted(Record(), slurm_job.CANCELLED)
+    assert (unstarted.status, unstarted.error) == ("interrupted", "cancelled (scancel) before training began")
 
 
 def test_a_job_id_is_the_array_element_where_there_is_one():
@@ -120,14 +123,14 @@ def test_submitit_refusing_the_requeue_makes_a_failure_that_says_so(monkeypatch)
     monkeypatch.setattr(STOP, "submitit_usr2", refuse)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR2)}
     try:
-        record = {"status": "interrupted", "error": "SLURM time limit: requeued during fairseq-train"}
+        record = Record(status="interrupted", error="SLURM time limit: requeued during fairseq-train")
         slurm_job.hand_over(record, slurm_job.TIME_LIMIT)
     finally:
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
-    assert record == {"status": "failed", "error": "SLURM time limit: requeued during fairseq-train; but not requeued: "
-                                                   "Job not requeued because: timed-out too many times. "
-                                                   "(hydra.launcher.max_num_timeout); a rerun resumes it"}
+    assert (record.status, record.error) == \
+        ("failed", "SLURM time limit: requeued during fairseq-train; but not requeued: Job not requeued because: "
+                   "timed-out too many times. (hydra.launcher.max_num_timeout); a rerun resumes it")
 
 
 def test_a_sweep_over_gpus_is_refused_under_slurm(capsys):
@@ -164,7 +167,7 @@ def test_the_record_names_the_device_that_trained():
     import subprocess
     import sys
 
-    from posenc.harness.fairseq_logs import training_device
+    from posenc.harness.run.fairseq_logs import training_device
     proc = subprocess.run([sys.executable, "-c", DEVICE_LOG, json.dumps([names for names, _ in DEVICES])],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -6,8 +6,11 @@ import json
 import pytest
 
 import project
-from posenc.harness.fairseq_logs import parse_record, wandb_metrics
-from posenc.harness.wandb_run import (
+from posenc.cells.record import Record
+from posenc.cells.sweep import read_sweep
+from posenc.harness.cell.resolve import resolve_cell
+from posenc.harness.run.fairseq_logs import parse_record, wandb_metrics
+from posenc.harness.tracking.wandb_run import (
     group_name,
     init_kwargs,
     log_finished_cell,
@@ -15,8 +18,8 @@ from posenc.harness.wandb_run import (
     run_id,
     start_cell_run,
     sweep_token,
-    table_rows,
 )
+from posenc.report.table import SWEEP_END, sweep_end_report, table_rows
 from wandb_offline import offline_runs
 
 # Real fairseq-train output (--log-format json), from a smoke cell.
@@ -51,18 +54,20 @@ def compose_cfg(*overrides, hydra=False):
     return project.compose_cfg("paths.cache_dir=/no/cache", *overrides, hydra=hydra)
 
 
-def cell_record(cfg, job_dir, **scores):
-    record = {"experiment": cfg.experiment_name, "model": cfg.model.name, "data": cfg.data.name, "pe": cfg.pe,
-              "placement": cfg.placement, "encoder_pos": "learned" if cfg.placement in ("both", "source") else "none",
-              "decoder_pos": "learned" if cfg.placement in ("both", "target") else "none", "seed": cfg.seed,
-              "status": "failed", "error": "", "bleu": None, "job_dir": str(job_dir), "config_hash": "abc123",
-              "corpus": {"cache_key": "synthetic-0123", "sizes": {"train": 300}}}
+def compose_cell(*overrides):
+    return resolve_cell(compose_cfg(*overrides))
+
+
+def cell_record(cell, job_dir, **scores):
+    """A cell's record as the harness hands it to W&B (``cell``: the resolved Cell)."""
+    record = {**cell.identity, "status": "failed", "error": "", "bleu": None, "job_dir": str(job_dir),
+              "config_hash": "abc123", "corpus": {"cache_key": "synthetic-0123", "sizes": {"train": 300}}}
     record.update(scores)
-    return record
+    return Record.from_dict(record)
 
 
-def run_cell_through_wandb(cfg, job_dir, record, lines=TRAIN_LOG):
-    run = start_cell_run(cfg, job_dir, record, git_commit="deadbeef")
+def run_cell_through_wandb(cell, job_dir, record, lines=TRAIN_LOG):
+    run = start_cell_run(cell, job_dir, record, git_commit="deadbeef")
     for line in lines:
         run.on_train_line(line)
     run.finish(record)
@@ -86,7 +91,7 @@ def test_fairseq_records_become_curves_named_as_fairseqs_wandb_wrapper_names_the
 
 
 def test_one_cell_is_one_offline_run_with_its_config_curves_and_scores(tmp_path):
-    cfg = compose_cfg("logger=wandb", "placement=source", "seed=2")
+    cfg = compose_cell("logger=wandb", "placement=source", "seed=2")
     job_dir = tmp_path / "sweep" / "placement=source,seed=2"
     record = cell_record(cfg, job_dir, status="ok", bleu=12.34, tok_bleu=12.5, valid_ppl=206.78, bleu_test_long=3.2,
                          num_updates=3)
@@ -115,7 +120,7 @@ def test_one_cell_is_one_offline_run_with_its_config_curves_and_scores(tmp_path)
 
 
 def test_a_failed_cell_is_a_failed_run_and_a_rerun_continues_the_same_run(tmp_path):
-    cfg = compose_cfg("logger=wandb", "placement=none")
+    cfg = compose_cell("logger=wandb", "placement=none")
     job_dir = tmp_path / "sweep" / "placement=none"
     failed = cell_record(cfg, job_dir, error="fairseq-train exited with status 1: boom")
     run_cell_through_wandb(cfg, job_dir, failed, lines=TRAIN_LOG[:1])
@@ -134,7 +139,7 @@ def test_a_failed_cell_is_a_failed_run_and_a_rerun_continues_the_same_run(tmp_pa
 
 
 def test_a_cell_finished_without_wandb_gets_its_run_once_from_what_it_kept(tmp_path):
-    cfg = compose_cfg("logger=wandb", "placement=target")
+    cfg = compose_cell("logger=wandb", "placement=target")
     job_dir = tmp_path / "sweep" / "placement=target"
     job_dir.mkdir(parents=True)
     (job_dir / "train.log").write_text("".join(TRAIN_LOG))
@@ -149,7 +154,7 @@ def test_a_cell_finished_without_wandb_gets_its_run_once_from_what_it_kept(tmp_p
     assert len(run.files) == 1 and run.name == "placement=target"
     assert run.values("valid/ppl") == [(3, 206.78)] and run.summary["bleu"] == 30.5
     assert run.config["git_commit"] == "cafe01" and run.exit_codes == [0]
-    log_finished_cell(compose_cfg("placement=target"), job_dir, record)  # logger=none: nothing
+    log_finished_cell(compose_cell("placement=target"), job_dir, record)  # logger=none: nothing
     assert len(list((tmp_path / "sweep" / "wandb").glob("offline-run-*"))) == 1
 
 
@@ -161,7 +166,8 @@ def test_wandb_variables_win_over_the_config(tmp_path, monkeypatch):
     assert "project" not in kwargs and "mode" not in kwargs and "entity" not in kwargs and \
         kwargs["dir"] == str(tmp_path)
     job_dir = tmp_path / "sweep" / "seed=1"
-    run_cell_through_wandb(cfg, job_dir, cell_record(cfg, job_dir, status="ok", bleu=1.0))
+    cell = resolve_cell(cfg)
+    run_cell_through_wandb(cell, job_dir, cell_record(cell, job_dir, status="ok", bleu=1.0))
     run = next(iter(offline_runs(tmp_path / "sweep" / "wandb").values()))
     assert run.project == "from-env"  # and logger.mode=online did not beat WANDB_MODE=offline: the run is offline
     monkeypatch.delenv("WANDB_PROJECT")
@@ -171,7 +177,7 @@ def test_wandb_variables_win_over_the_config(tmp_path, monkeypatch):
 
 
 def test_logger_none_logs_nothing(tmp_path):
-    cfg = compose_cfg()
+    cfg = compose_cell()
     run_cell_through_wandb(cfg, tmp_path / "cell", cell_record(cfg, tmp_path / "cell", status="ok", bleu=1.0))
     assert not list(tmp_path.rglob("*.wandb"))
 
@@ -194,7 +200,8 @@ def test_the_sweep_table_goes_to_a_table_run_of_the_group(tmp_path):
         (cell / "result.json").write_text(json.dumps(record))
     (sweep / "plots").mkdir()
     _png(sweep / "plots" / "bleu_by_placement.png")
-    log_sweep_table(config, sweep)
+    report = sweep_end_report(read_sweep(sweep))
+    log_sweep_table(config, report)
     flush_wandb()
     runs = offline_runs(sweep / "wandb")
     (run,) = runs.values()
@@ -204,8 +211,8 @@ def test_the_sweep_table_goes_to_a_table_run_of_the_group(tmp_path):
     assert logged["results._type"] == "table-file" and logged["results.nrows"] == 2
     table_file = next((sweep / "wandb").glob(f"offline-run-*/files/{logged['results.path']}"))
     table = json.loads(table_file.read_text())
-    rows = table_rows(sweep)
-    assert table["columns"] == list(rows[0])
+    rows = table_rows(sweep, SWEEP_END)
+    assert table["columns"] == list(rows[0]) and "seeds_needed" in table["columns"]  # the power columns too
     assert [dict(zip(table["columns"], row))["placement"] for row in table["data"]] == ["both", "none"]
     assert dict(zip(table["columns"], table["data"][0]))["bleu"] == 21.0
     assert logged["figures/bleu_by_placement._type"] == "image-file"
@@ -222,13 +229,13 @@ def _png(path):
 
 
 def test_online_without_a_login_is_one_line_before_any_training(tmp_path, monkeypatch):
-    from posenc.harness.spec import ConfigError
+    from posenc.harness.errors import ConfigError
     for name in ("WANDB_API_KEY", "WANDB_SILENT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WANDB_MODE", "online")
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc, no W&B settings of the developer's
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
-    cfg = compose_cfg("logger=wandb")
+    cfg = compose_cell("logger=wandb")
     with pytest.raises(ConfigError) as err:
         start_cell_run(cfg, tmp_path / "sweep" / "seed=1", cell_record(cfg, tmp_path), git_commit="x")
     message = str(err.value)

@@ -1,2 +1,2 @@
 """Hydra finds launchers only under the ``hydra_plugins`` namespace; the launcher lives in
-``posenc.harness.slurm_launcher``."""
+``posenc.harness.launch.slurm_launcher``."""

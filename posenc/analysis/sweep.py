@@ -12,6 +12,7 @@ from pathlib import Path
 from statistics import fmean
 
 from posenc.cells.layout import BEST, CHECKPOINTS, best_checkpoint
+from posenc.cells.record import OK
 from posenc.cells.sweep import MISSING, UNREADABLE, Cell, read_sweep
 
 CHECKPOINT = Path(CHECKPOINTS) / BEST
@@ -69,7 +70,7 @@ def measure_cell(cell: Cell, *, max_len=None, run_probes=True, folds=5, seed=0):
            "seed": record.get("seed"), "status": cell.status, "bleu": record.get("bleu"),
            "valid_ppl": record.get("valid_ppl"), "measured": False}
     notes = [WHY[cell.status]] if cell.status in WHY else []
-    if cell.status not in ("ok", MISSING, UNREADABLE):
+    if cell.status not in (OK, MISSING, UNREADABLE):
         notes.append(f"cell {cell.status}" + (f": {record.get('error')}" if record.get("error") else ""))
     report = extras = None
     checkpoint = best_checkpoint(cell.dir)

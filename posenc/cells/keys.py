@@ -1,9 +1,9 @@
 """The configuration keys that never change a cell's result, in one annotated list.
 
 Its four users read it from here: the config hash that tells a finished cell from one to run again
-(``posenc.harness.records``), the training hash that keeps a cell's checkpoints
-(``posenc.harness.resume``), Hydra's naming of cell directories (``conf/config.yaml`` reads
-``${posenc_keys:not_naming}``) and the table's rows (``posenc.cells.sweep``).
+and the training hash that keeps a cell's checkpoints (both ``posenc.harness.hashing``), Hydra's
+naming of cell directories (``conf/config.yaml`` reads ``${posenc_keys:not_naming}``) and the
+table's rows (``posenc.cells.sweep``).
 """
 
 from omegaconf import OmegaConf

@@ -6,8 +6,8 @@ takes its name from here.
 
 from pathlib import Path
 
-RESULT_FILE = "result.json"        # the record (posenc.cells.schema)
-STATE_FILE = "state.json"          # which configuration the checkpoints belong to (posenc.harness.resume)
+RESULT_FILE = "result.json"        # the record (posenc.cells.record)
+STATE_FILE = "state.json"          # which configuration the checkpoints belong to (posenc.harness.run.resume)
 PROVENANCE_FILE = "provenance.json"  # versions and git commit the cell ran with
 COMMANDS_FILE = "commands.sh"      # the exact fairseq command lines, to rerun by hand
 ERROR_LOG = "error.log"            # the traceback of an unexpected failure (the record keeps one line)

@@ -19,7 +19,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from posenc.cells import keys  # noqa: F401 -- registers ${posenc_keys:...}, which a plan's exclude_keys may name
-from posenc.cells.schema import config_family
+from posenc.cells.record import config_family
 from posenc.kinds import grid_skip_reason
 
 PLAN_FILE = "multirun.yaml"

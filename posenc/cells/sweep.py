@@ -15,7 +15,7 @@ import yaml
 from posenc.cells import keys
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE, override_values, planned_cells
-from posenc.cells.schema import read_result_why
+from posenc.cells.record import read_result_why
 
 # Keys a record carries itself; any other key a sweep varies (``+model.args.dropout=0.1,0.2``,
 # ``budget=smoke,cpu``) becomes a column of its own, so its cells are never averaged together.

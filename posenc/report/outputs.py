@@ -9,7 +9,7 @@ import numpy as np
 
 from posenc import metrics
 from posenc.atomic import atomic_file
-from posenc.cells.schema import bleu_options, chrf_options, field
+from posenc.cells.record import bleu_options, chrf_options, field, is_ok
 from posenc.metrics import SACREBLEU_VERSION, Scorer, corpus_bleu
 
 # Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
@@ -47,7 +47,7 @@ def read_lines(path) -> list:
 def cell_output(cell, split: str, testsets, scorer):
     """``(Output, "")`` or ``(None, why this cell's output cannot be tested)``."""
     record = cell.record
-    if record.get("status") != "ok":
+    if not is_ok(record):
         return None, f"cell {record.get('status')}"
     name = record.get(field("hypotheses", split))
     if not name:

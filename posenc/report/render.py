@@ -6,7 +6,7 @@ import io
 
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
-from posenc.cells.schema import field, time_capped
+from posenc.cells.record import field, is_ok, time_capped
 from posenc.report.power import PLAN_LEVEL, POWER
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, verdict_column
@@ -240,7 +240,7 @@ def status_notes(report) -> list:
     lines = []
     for cell in sweep.cells:
         rec = cell.record
-        if rec.get("status") != "ok":
+        if not is_ok(rec):
             lines.append(f"{str(rec.get('status')).upper()} {cell.name}: {rec.get('error') or 'no error recorded'}")
         elif time_capped(rec):
             lines.append(f"TIME-CAPPED {cell.name}: training stopped at budget.max_time_min after "

@@ -7,7 +7,7 @@ from dataclasses import field as dc_field
 
 import numpy as np
 
-from posenc.cells.schema import SPLITS, family, field, time_capped
+from posenc.cells.record import SPLITS, family, field, is_ok, time_capped
 from posenc.cells.sweep import RECORD_KEYS
 from posenc.kinds import KINDS, PLACEMENTS
 from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu, corpus_score
@@ -69,7 +69,7 @@ class Row:
     chrf_by_seed: dict = dc_field(default_factory=dict)   # split -> {seed: chrF++}
 
     def ok_cells(self):
-        return [c for c in self.cells if c.record.get("status") == "ok"]
+        return [c for c in self.cells if is_ok(c.record)]
 
     def seed_values(self, name: str) -> dict:
         return {c.record.get("seed"): c.record.get(name) for c in self.ok_cells() if c.record.get(name) is not None}
@@ -206,7 +206,7 @@ def _scores(row: Row, has_long: bool) -> None:
     v["seeds"] = [c.record.get("seed") for c in row.ok_cells()]
     v["seeds_ok"] = len(v["seeds"])
     v["not_ok"] = [f"seed {c.record.get('seed')} {c.record.get('status')}" for c in row.cells
-                   if c.record.get("status") != "ok"]
+                   if not is_ok(c.record)]
     # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
     # says how far this machine got in that time, not what the configuration reaches.
     v["time_capped"] = [c.record.get("seed") for c in row.ok_cells() if time_capped(c.record)]

@@ -1,12 +1,13 @@
-"""The report of one or more sweeps: records in, tables (and figures) out. The harness calls
-``write_sweep_tables`` when a sweep ends; ``posenc-table`` calls ``report_text``."""
+"""The report of one or more sweeps: records in, tables (and figures) out. The harness builds
+``sweep_end_report`` once when a sweep ends and writes it with ``write_sweep_tables``; ``posenc-table``
+calls ``report_text``."""
 
 import csv
 import io
 from pathlib import Path
 
 from posenc.atomic import write_text_atomic
-from posenc.cells.schema import FIELDS
+from posenc.cells.record import FIELDS
 from posenc.cells.sweep import Sweep, read_sweep
 from posenc.report.render import render_reports
 from posenc.report.rows import Settings, as_dicts, build_report, check_baseline
@@ -15,13 +16,18 @@ from posenc.report.testsets import TestSets
 
 def build_reports(sweep_dirs, settings: Settings = Settings(), check: bool = False) -> list:
     """One report per sweep directory; ``check``: refuse a baseline no sweep has (a user's choice)."""
-    sweeps = [read_sweep(d).require_cells() for d in sweep_dirs]
+    return reports_of([read_sweep(d) for d in sweep_dirs], settings, check)
+
+
+def reports_of(sweeps, settings: Settings = Settings(), check: bool = False) -> list:
+    """One report per sweep already read (``posenc.cells.sweep.Sweep``); SweepError for one with no cells."""
+    sweeps = [s.require_cells() for s in sweeps]
     if check:
         check_baseline(sweeps, settings.baseline)
     # Shared: sweeps on the same corpus read its test set once. A sweep made before records named
     # their cache entry is found in a `.posenc_cache` beside it or above it (the default cache
     # sits in the directory posenc-run ran from, e.g. results/table4/../../.posenc_cache).
-    roots = [parent / ".posenc_cache" for d in sweep_dirs for parent in Path(d).resolve().parents]
+    roots = [parent / ".posenc_cache" for s in sweeps for parent in Path(s.dir).resolve().parents]
     testsets = TestSets(cache_roots=dict.fromkeys(roots))
     return [build_report(s, settings, testsets) for s in sweeps]
 
@@ -53,15 +59,20 @@ def results_csv(sweep: Sweep) -> str:
 SWEEP_END = Settings(power=True)
 
 
-def write_sweep_tables(sweep_dir: Path, settings: Settings = SWEEP_END, figures: bool = True) -> str:
-    """Write ``results.csv``, ``table.md`` and (by default) the figures into the sweep directory;
-    return the table."""
-    report = build_reports([sweep_dir], settings)[0]
+def sweep_end_report(sweep: Sweep, settings: Settings = SWEEP_END):
+    """The report a sweep's end writes, of the sweep as read once (SweepError when no cell reported)."""
+    return reports_of([sweep], settings)[0]
+
+
+def write_sweep_tables(report, figures: bool = True) -> str:
+    """Write ``results.csv``, ``table.md`` and (by default) the figures of ``report`` (one sweep's)
+    into its sweep directory; return the table."""
+    sweep_dir = Path(report.sweep.dir)
     table = render_reports([report], "md")
-    write_text_atomic(Path(sweep_dir) / "results.csv", results_csv(report.sweep))
-    write_text_atomic(Path(sweep_dir) / "table.md", table)
+    write_text_atomic(sweep_dir / "results.csv", results_csv(report.sweep))
+    write_text_atomic(sweep_dir / "table.md", table)
     if figures:
         from posenc.report.figures import write_figures  # matplotlib only when figures are drawn
-        written = write_figures([report], Path(sweep_dir))
+        written = write_figures([report], sweep_dir)
         table += "".join(f"figure: {path}\n" for path in written)
     return table

@@ -2,11 +2,8 @@
 
 from dataclasses import dataclass
 
+from posenc.harness.errors import ConfigError
 from posenc.kinds import FAMILY_KINDS, PE_KINDS, PLACEMENTS, family_pe_kinds, side_kinds
-
-
-class ConfigError(ValueError):
-    """A configuration the harness refuses; the message is one line naming the value and what is allowed."""
 
 
 @dataclass(frozen=True)

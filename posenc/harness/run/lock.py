@@ -5,7 +5,7 @@ then finds the cell finished and keeps it.
 The lock is the operating system's (``flock`` through filelock): it goes with its process, even
 one killed by SIGKILL, so a dead run never blocks a rerun. The owner file names the SLURM job that
 holds the cell, if any, so that a rerun of a lost submitter waits for that job instead of
-submitting the cell again (``posenc.harness.slurm_launcher``).
+submitting the cell again (``posenc.harness.launch.slurm_launcher``).
 """
 
 import os
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from posenc.harness.slurm_job import job_id
+from posenc.harness.launch.slurm_job import job_id
 
 LOCK_FILE = ".cell.lock"
 OWNER_FILE = ".cell.owner"

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 
-from posenc.harness.spec import ConfigError
+from posenc.harness.errors import ConfigError
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 
@@ -43,10 +43,11 @@ def train_program() -> list:
     return [sys.executable, *TRAINER]
 
 
-def train_flags(cfg) -> list:
-    """Precision and device flags of fairseq-train."""
-    precision = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}[cfg.precision]
-    return precision + device_flags(cfg)
+def train_flags(cell) -> list:
+    """Precision and device flags of fairseq-train (``cell``: anything with ``precision`` and ``gpus``,
+    a resolved Cell or a composed config)."""
+    precision = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}[cell.precision]
+    return precision + device_flags(cell)
 
 
 def free_port() -> int:

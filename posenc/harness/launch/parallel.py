@@ -19,7 +19,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from omegaconf import OmegaConf
 
-from posenc.harness.spec import ConfigError
+from posenc.harness.errors import ConfigError
 
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
 SUBMITIT_LOCAL = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"

@@ -8,11 +8,8 @@ cells and in whichever processes.
 
 from pathlib import Path
 
-from posenc.cells.schema import INTERRUPTED, OK, RUNNING, time_capped
-from posenc.cells.sweep import read_sweep
-
-# The exit status of the sweep, set when it ends (Hydra's on_multirun_end) and used by posenc-run.
-SWEEP_EXIT = {"status": 0}
+from posenc.cells.record import FAILED, INTERRUPTED, OK, RUNNING, time_capped
+from posenc.cells.sweep import Sweep, read_sweep
 
 
 def _short(error: str) -> str:
@@ -25,11 +22,12 @@ def _label(values: dict, varying: set) -> str:
     return ",".join(f"{k}={v}" for k, v in shown.items())
 
 
-def summarize(sweep_dir: Path, interrupted_by: int = 0):
-    """``(line, exit status)`` for the sweep in ``sweep_dir``: 0 when every planned cell is ok
-    (or skipped by design), 1 when any failed or never reported, ``interrupted_by`` (128 + the
-    signal) when this run was stopped by a signal."""
-    sweep = read_sweep(Path(sweep_dir))
+def summarize(sweep, interrupted_by: int = 0):
+    """``(line, exit status)`` for ``sweep`` (a ``Sweep`` as read, or its directory): 0 when every
+    planned cell is ok (or skipped by design), 1 when any failed or never reported,
+    ``interrupted_by`` (128 + the signal) when this run was stopped by a signal."""
+    if not isinstance(sweep, Sweep):
+        sweep = read_sweep(Path(sweep))
     if sweep.planned:
         cells = sweep.plan_values
     else:  # no plan: whatever reported
@@ -59,7 +57,7 @@ def summarize(sweep_dir: Path, interrupted_by: int = 0):
             failed.append(f"{label} ({_short(record.get('error', ''))})")
     total = len(cells) - len(skipped)  # skipped cells are planned ones
     parts = [f"{ok} ok" + (f" ({len(capped)} stopped at the time cap: {'; '.join(capped)})" if capped else "")]
-    for word, items in (("failed", failed), ("interrupted", interrupted),
+    for word, items in ((FAILED, failed), (INTERRUPTED, interrupted),
                         ("still running or killed outright", running), ("not run", missing)):
         if items:
             parts.append(f"{len(items)} {word}: " + "; ".join(items))

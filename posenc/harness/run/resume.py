@@ -22,29 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from posenc.atomic import copy_atomic, write_json_atomic
-from posenc.cells.keys import NOT_TRAINING
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, LAST, RESULT_FILE, STATE_FILE, TRAIN_LOG
-from posenc.harness.fairseq_logs import NEW_RUN, training_fields
-from posenc.harness.legacy_hash import before_optim_group
-from posenc.harness.records import config_hash
+from posenc.harness.run.fairseq_logs import NEW_RUN, training_fields
 from posenc.trainer_stop import STOPPED_MARK
 
 _INTERVAL = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
-
-
-def training_hash(cfg) -> str:
-    return config_hash(cfg, ignore=NOT_TRAINING)
-
-
-def recognised_hash(recorded, cfg, ignore=()) -> str:
-    """Today's ``config_hash(cfg, ignore)`` when ``recorded`` fingerprints this very configuration:
-    it is today's hash, or the one the same configuration had before the optim group
-    (``posenc.harness.legacy_hash``); "" when it is neither. The one place a rerun consults the old
-    hashes, for a finished cell's record (``cell.finished_result``) and for its checkpoints (``plan``)."""
-    current = config_hash(cfg, ignore)
-    if recorded == current or recorded == before_optim_group(cfg, ignore):
-        return current
-    return ""
 
 
 @dataclass
@@ -77,8 +59,8 @@ def start_over(job_dir: Path) -> None:
         (job_dir / name).unlink(missing_ok=True)
 
 
-def plan(job_dir: Path, cfg) -> Plan:
-    """What to do with the cell in ``job_dir`` under ``cfg`` (it may clear stale state)."""
+def plan(job_dir: Path, cell) -> Plan:
+    """What to do with ``cell`` (a resolved ``Cell``) in ``job_dir`` (it may clear stale state)."""
     job_dir = Path(job_dir)
     saved = job_dir / CHECKPOINTS
     state = read_state(job_dir)
@@ -87,7 +69,7 @@ def plan(job_dir: Path, cfg) -> Plan:
             start_over(job_dir)
             return Plan("fresh", "checkpoints without a record of their configuration: starting afresh")
         return Plan("fresh")
-    current = recognised_hash(state.get("training_hash"), cfg, NOT_TRAINING)
+    current = cell.hashes.recognised_training(state.get("training_hash"))
     if not current:
         start_over(job_dir)
         return Plan("fresh", "the configuration changed since this cell's checkpoints were saved: starting afresh")
@@ -103,7 +85,7 @@ def plan(job_dir: Path, cfg) -> Plan:
         return Plan("fresh", f"training finished earlier but {CHECKPOINTS}/{BEST} is gone or damaged: training afresh")
     finished = finished_in_log(job_dir)
     if finished and intact(saved / BEST):  # fairseq ended normally, the harness was stopped before it noted so
-        finish_training(job_dir, cfg, {**finished, "train_wall_s": state.get("train_wall_s")})
+        finish_training(job_dir, cell, {**finished, "train_wall_s": state.get("train_wall_s")})
         return Plan("score", f"training finished earlier ({finished['num_updates']} updates): "
                              "scoring it without retraining", {**finished, "train_wall_s": state.get("train_wall_s")})
     source = _resumable(saved)
@@ -146,10 +128,10 @@ def _resumable(saved: Path):
     return None
 
 
-def begin_training(job_dir: Path, cfg) -> dict:
+def begin_training(job_dir: Path, cell) -> dict:
     """Record which configuration the checkpoints about to be written belong to."""
     state = read_state(job_dir) or {}
-    state = {"training_hash": training_hash(cfg), "finished": False, "train_wall_s": state.get("train_wall_s", 0.0)}
+    state = {"training_hash": cell.hashes.training, "finished": False, "train_wall_s": state.get("train_wall_s", 0.0)}
     write_json_atomic(Path(job_dir) / STATE_FILE, state)
     return state
 
@@ -162,7 +144,7 @@ def add_training_time(job_dir: Path, seconds: float) -> float:
     return state["train_wall_s"]
 
 
-def finish_training(job_dir: Path, cfg, training: dict) -> None:
+def finish_training(job_dir: Path, cell, training: dict) -> None:
     state = read_state(job_dir) or {}
-    write_json_atomic(Path(job_dir) / STATE_FILE, {**state, "training_hash": training_hash(cfg), "finished": True,
+    write_json_atomic(Path(job_dir) / STATE_FILE, {**state, "training_hash": cell.hashes.training, "finished": True,
                                                    "training": training})

@@ -3,7 +3,7 @@
 import json
 import re
 
-from posenc.cells.schema import TIME_CAP
+from posenc.cells.record import TIME_CAP
 
 _RECORD = re.compile(r"\| (train|valid|train_inner) \| (\{.*\})\s*$")
 

@@ -6,10 +6,10 @@ import threading
 import time
 from pathlib import Path
 
-from posenc.harness import children
-from posenc.harness.failures import exit_reason
-from posenc.harness.runtime import child_environment
-from posenc.harness.signals import STOP, StopRequested, deferred
+from posenc.harness.cell.environment import child_environment
+from posenc.harness.run import child
+from posenc.harness.run.failures import exit_reason
+from posenc.harness.run.signals import STOP, StopRequested, deferred
 
 
 class StepFailed(RuntimeError):
@@ -19,7 +19,7 @@ class StepFailed(RuntimeError):
 def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_line=None, env: dict = None,
              append: bool = False, stop_if=None) -> float:
     """Run ``argv`` in the user's environment with ``env`` (the harness's variables, see
-    ``posenc.harness.runtime``) on top, and nothing else; every output line goes to ``log_path``
+    ``posenc.harness.cell.environment``) on top, and nothing else; every output line goes to ``log_path``
     (appended to with ``append``) and to ``on_line``. ``stop_if(line)`` may return a reason to stop
     the step (a diverging loss). Returns wall seconds.
 
@@ -32,8 +32,8 @@ def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_lin
         with deferred():  # no signal between starting the child and registering it
             if STOP.requested:
                 raise StopRequested(STOP.signum)
-            proc = children.start(argv, child_environment(env or {}), stdout=subprocess.PIPE)
-            stopper = STOP.child = children.GracefulStop(proc)
+            proc = child.start(argv, child_environment(env or {}), stdout=subprocess.PIPE)
+            stopper = STOP.child = child.GracefulStop(proc)
         limit = threading.Timer(timeout_s, stopper.request, ("time limit",)) if timeout_s and timeout_s > 0 else None
         if limit:
             limit.daemon = True
@@ -51,7 +51,7 @@ def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_lin
                         stopper.request(stop_reason)
             proc.wait()
         except BaseException:  # anything unexpected here: never leave fairseq running behind
-            children.kill_group(proc)
+            child.kill_group(proc)
             proc.wait()
             raise
         finally:

@@ -22,11 +22,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from posenc.cells.layout import PROVENANCE_FILE, RESULT_FILE, TRAIN_LOG
-from posenc.harness.fairseq_logs import parse_record, wandb_metrics
-from posenc.harness.spec import ConfigError
+from posenc.cells.record import is_ok
+from posenc.harness.errors import ConfigError
+from posenc.harness.run.fairseq_logs import parse_record, wandb_metrics
 
 SWEEP_ID_FILE = ".wandb-sweep-id"
 RUN_ID_FILE = ".wandb-run-id"  # in a cell directory: the W&B run that holds this cell's result
@@ -139,7 +138,7 @@ class NoRun:
     def on_train_line(self, line: str) -> None:
         pass
 
-    def finish(self, record: dict) -> None:
+    def finish(self, record) -> None:
         pass
 
 
@@ -156,67 +155,65 @@ class CellRun(NoRun):
             if metrics and step is not None:
                 self.run.log(metrics, step=step)
 
-    def finish(self, record: dict) -> None:
+    def finish(self, record) -> None:
         """Summary = the record's scalar fields (bleu, tok_bleu, valid_ppl, the long split's scores,
         status, error...); a cell that did not end ok is a failed run (exit code 1)."""
         try:
             self.run.summary.update(cell_summary(record))
-            self.run.finish(exit_code=0 if record.get("status") == "ok" else 1)
+            self.run.finish(exit_code=0 if is_ok(record) else 1)
             if not getattr(self.run, "disabled", False):  # WANDB_MODE=disabled logged nothing
                 (self.job_dir / RUN_ID_FILE).write_text(self.run.id + "\n", encoding="utf-8")
         except Exception as err:  # the cell's result.json is written already; W&B must not undo it
-            print(f"posenc-run: warning: W&B summary of {record.get('job_dir')} not logged: {err}", file=sys.stderr)
+            print(f"posenc-run: warning: W&B summary of {record.job_dir} not logged: {err}", file=sys.stderr)
 
 
-def cell_summary(record: dict) -> dict:
+def cell_summary(record) -> dict:
+    """A record's (``Record``) scalar fields, for a run's summary."""
     skip = {"job_dir", "config_hash", "hypotheses"}
-    return {k: v for k, v in record.items()
+    return {k: v for k, v in record.to_dict().items()
             if k not in skip and not k.startswith("_") and isinstance(v, (int, float, str, bool))}
 
 
-def cell_config(cfg, record: dict, git_commit: str) -> dict:
-    """The resolved Hydra config of the cell, plus what it resolved to: the kinds used on each
-    side, the corpus key and the code version."""
-    config = OmegaConf.to_container(cfg, resolve=True)
-    config.pop("hydra", None)
-    config.update(encoder_pos=record.get("encoder_pos"), decoder_pos=record.get("decoder_pos"),
-                  corpus_key=(record.get("corpus") or {}).get("cache_key"), git_commit=git_commit)
+def cell_config(cell, record, git_commit: str) -> dict:
+    """The resolved Hydra config of the cell (``Cell.wandb_config``), plus what it resolved to: the
+    kinds used on each side, the corpus key and the code version."""
+    config = dict(cell.wandb_config or {})
+    config.update(encoder_pos=record.encoder_pos, decoder_pos=record.decoder_pos,
+                  corpus_key=(record.corpus or {}).get("cache_key"), git_commit=git_commit)
     return config
 
 
-def cell_tags(cfg) -> list:
+def cell_tags(cell) -> list:
     # W&B splits WANDB_TAGS on commas and limits a tag to 64 characters.
-    return [f"{k}={v}".replace(",", ";")[:64] for k, v in
-            (("model", cfg.model.name), ("data", cfg.data.name), ("pe", cfg.pe), ("placement", cfg.placement))]
+    return [f"{k}={cell.identity[k]}".replace(",", ";")[:64] for k in ("model", "data", "pe", "placement")]
 
 
-def cell_run_id(cfg, job_dir: Path, record: dict):
+def cell_run_id(job_dir: Path, record):
     ident = cell_identity(job_dir)
     token = sweep_token(ident.home)
-    return ident, token, run_id(token, ident.name, record.get("config_hash", ""))
+    return ident, token, run_id(token, ident.name, record.config_hash or "")
 
 
-def start_cell_run(cfg, job_dir: Path, record: dict, git_commit: str):
-    """Open (or continue) the cell's run; ``NoRun`` for ``logger=none``."""
-    if cfg.logger.name == "none":
+def start_cell_run(cell, job_dir: Path, record, git_commit: str):
+    """Open (or continue) the cell's run (``cell``: a resolved Cell); ``NoRun`` for ``logger=none``."""
+    if cell.logger["name"] == "none":
         return NoRun()
-    check_logger(cfg.logger)
     wandb = import_wandb()
-    ident, token, rid = cell_run_id(cfg, job_dir, record)
-    run = start(wandb, cfg.logger, id=rid, resume="allow", name=ident.name,
-                group=group_name(cfg.experiment_name, ident.shown_dir, token), job_type="cell",
-                tags=cell_tags(cfg), dir=str(ident.home))
-    run.config.update(cell_config(cfg, record, git_commit), allow_val_change=True)
+    ident, token, rid = cell_run_id(job_dir, record)
+    run = start(wandb, cell.logger, id=rid, resume="allow", name=ident.name,
+                group=group_name(cell.experiment, ident.shown_dir, token), job_type="cell",
+                tags=cell_tags(cell), dir=str(ident.home))
+    run.config.update(cell_config(cell, record, git_commit), allow_val_change=True)
     return CellRun(run, job_dir)
 
 
-def log_finished_cell(cfg, job_dir: Path, record: dict) -> None:
+def log_finished_cell(cell, job_dir: Path, record) -> None:
     """A cell that finished before (perhaps without W&B) and has no run yet: one run from what it
     kept (fairseq's curves from its train.log, its record), so turning W&B on never retrains."""
-    if cfg.logger.name == "none":
+    if cell.logger["name"] == "none":
         return
     job_dir = Path(job_dir)
-    _, _, rid = cell_run_id(cfg, job_dir, record)
+    _, _, rid = cell_run_id(job_dir, record)
     marker = job_dir / RUN_ID_FILE
     if marker.exists() and marker.read_text(encoding="utf-8").strip() == rid:
         return
@@ -224,7 +221,7 @@ def log_finished_cell(cfg, job_dir: Path, record: dict) -> None:
         git_commit = json.loads((job_dir / PROVENANCE_FILE).read_text(encoding="utf-8"))["git_commit"]
     except (OSError, ValueError, KeyError):
         git_commit = "unknown"
-    run = start_cell_run(cfg, job_dir, record, git_commit)
+    run = start_cell_run(cell, job_dir, record, git_commit)
     log = job_dir / TRAIN_LOG
     if log.exists():
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -233,12 +230,6 @@ def log_finished_cell(cfg, job_dir: Path, record: dict) -> None:
 
 
 # --- the sweep's table run -------------------------------------------------------------------------
-
-def table_rows(sweep_dir: Path) -> list:
-    """The sweep's results table as a list of dicts (the report's own rows; one adapter, here)."""
-    from posenc.report.table import table_rows as rows_of
-    return rows_of(sweep_dir)
-
 
 def sweep_figures(sweep_dir: Path) -> list:
     """PNG figures the report wrote into the sweep directory (not the cells' or W&B's own files)."""
@@ -252,14 +243,17 @@ def sweep_figures(sweep_dir: Path) -> list:
     return found
 
 
-def log_sweep_table(config, sweep_dir: Path) -> None:
-    """At sweep end: the table (and figures) in one run of the sweep's group, job_type ``table``.
-    A failure is one warning line: the sweep's own tables are written already."""
+def log_sweep_table(config, report) -> None:
+    """At sweep end: the table of ``report`` (the one the sweep's table.md was rendered from, power
+    columns included) and the figures, in one run of the sweep's group, job_type ``table``. A
+    failure is one warning line: the sweep's own tables are written already."""
     if config.logger.name != "wandb":
         return
+    from posenc.report.rows import as_dicts  # the report's own rows as plain dicts
+    sweep_dir = Path(report.sweep.dir)
     try:
         wandb = import_wandb()
-        rows = table_rows(sweep_dir)
+        rows = as_dicts(report)
         token = sweep_token(sweep_dir)
         group = group_name(config.experiment_name, str(config.hydra.sweep.dir), token)
         run = start(wandb, config.logger, id=run_id(token, "table"), resume="allow", name="table", group=group,

@@ -35,10 +35,9 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLaunche
 from omegaconf import OmegaConf
 
 from posenc.cells.plan import override_dirname, override_values
-from posenc.cells.schema import read_result
-from posenc.harness.lock import running_job
-from posenc.harness.records import write_result
-from posenc.harness.signals import STOP
+from posenc.cells.record import Record, is_interrupted, new_record, read_result
+from posenc.harness.run.lock import running_job
+from posenc.harness.run.signals import STOP
 
 log = logging.getLogger(__name__)
 
@@ -92,19 +91,22 @@ def accounted_state(job_id: str) -> str:
 def ended_without_result(cell_dir: Path, job_id: str, state: str, overrides=()) -> None:
     """Record why a cell's job ended before the cell reported, keeping what its record says (a cell
     that never started gets its identity from its overrides)."""
-    record = read_result(cell_dir)
-    if record and record.get("status") == "ok":
+    record = Record.read(cell_dir)
+    if record and record.ok:
         return
     state = state or "ended (its final state is unknown: this cluster keeps no accounting)"
     word, _, rest = state.partition(" ")
     said = word.lower() if word.isupper() else word
     why = f"SLURM job {job_id} {said}{' ' + rest if rest else ''} before the cell finished"
+    earlier = record.error if record else ""
     if record is None:
-        record = {**override_values(overrides), "status": "failed", "job_dir": str(cell_dir), "resumed_from_update": 0}
-    earlier = record.get("error")
-    record["status"] = "interrupted" if state.startswith("CANCELLED") else "failed"
-    record["error"] = why + (f"; the cell had said: {earlier}" if earlier else "")
-    write_result(cell_dir, record)
+        record = new_record(override_values(overrides), cell_dir, None)
+    why += f"; the cell had said: {earlier}" if earlier else ""
+    if state.startswith("CANCELLED"):
+        record.interrupt(why)
+    else:
+        record.fail(why)
+    record.write(cell_dir)
 
 
 def check_gpus(job_overrides, gpus_per_node) -> None:
@@ -186,7 +188,8 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
                 first = gone_since.setdefault(job_id, time.monotonic())
                 if job is not None and time.monotonic() - first < RESULT_GRACE_S[0 if state else 1]:
                     continue  # just ended: its result may still be on its way
-                if job is None and (read_result(cell_dir) or {}).get("status") not in (None, "interrupted"):
+                earlier = read_result(cell_dir)
+                if job is None and earlier is not None and not is_interrupted(earlier):
                     del watched[job_id]  # an earlier submitter's job, finished: its cell reported
                     continue
                 ended_without_result(cell_dir, job_id, state or accounted_state(job_id),

@@ -22,7 +22,8 @@ import signal
 import subprocess
 import sys
 
-from posenc.harness.signals import STOP
+from posenc.cells.record import Record, is_interrupted
+from posenc.harness.run.signals import STOP
 
 TIME_LIMIT = "SLURM time limit: requeued"
 PREEMPTED = "SLURM preemption: requeued"
@@ -85,22 +86,23 @@ def requeues(cause: str) -> bool:
     return cause in (TIME_LIMIT, PREEMPTED)
 
 
-def unstarted(record: dict, cause: str) -> dict:
+def unstarted(record: Record, cause: str) -> Record:
     """The record of a cell stopped before its training began in this job (start-up, the corpus):
     a time limit fails it, since a requeue would stop at the same place; anything else interrupts it."""
     if cause == TIME_LIMIT:
-        return {**record, "status": "failed",
-                "error": "SLURM time limit reached before training began (start-up and the corpus took the time the "
-                         "job had); not requeued: give it more time (hydra.launcher.timeout_min)"}
-    return {**record, "status": "interrupted", "error": f"{cause} before training began"}
+        record.fail("SLURM time limit reached before training began (start-up and the corpus took the time the "
+                    "job had); not requeued: give it more time (hydra.launcher.timeout_min)")
+    else:
+        record.interrupt(f"{cause} before training began")
+    return record
 
 
-def hand_over(record: dict, cause: str) -> None:
+def hand_over(record: Record, cause: str) -> None:
     """End this SLURM job as its stop asks, once the cell's record is written: requeue it (the
     time-limit warning: submitit's handler, which exits), or exit without a result (a requeue by
     SLURM). Returns when the job simply ends (a cancellation; a cell not requeued). A refusal by
     submitit (``max_num_timeout`` used up) turns the record into a failure that names it."""
-    if (record is not None and record.get("status") != "interrupted") or not requeues(cause):
+    if (record is not None and not is_interrupted(record)) or not requeues(cause):
         return
     for signum in (signal.SIGTERM, signal.SIGUSR2):  # the requeue's own SIGTERM, a repeated warning: we are leaving
         signal.signal(signum, signal.SIG_IGN)
@@ -111,5 +113,5 @@ def hand_over(record: dict, cause: str) -> None:
         STOP.submitit_usr2(signal.SIGUSR2, None)  # checkpoint the launcher's call, scontrol requeue, exit
     except UncompletedJobError as refused:
         if record is not None:
-            record.update(status="failed", error=f"{record['error']}; but not requeued: {refused} "
-                                                 "(hydra.launcher.max_num_timeout); a rerun resumes it")
+            record.fail(f"{record.error}; but not requeued: {refused} (hydra.launcher.max_num_timeout); "
+                        "a rerun resumes it")

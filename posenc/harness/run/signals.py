@@ -2,7 +2,7 @@
 user's Ctrl-C): stop cleanly.
 
 The first signal asks the running fairseq step to stop (it keeps its last checkpoint; see
-``posenc.harness.children``), the cell is recorded as ``interrupted`` and no further cell of the
+``posenc.harness.run.child``), the cell is recorded as ``interrupted`` and no further cell of the
 sweep starts; the sweep still writes its tables and exits non-zero. A second signal stops at once.
 
 With Hydra's joblib launcher the cells run in worker processes. A signal to the whole process
@@ -15,7 +15,7 @@ Inside a SLURM job started by submitit, SIGUSR2 is submitit's warning that the t
 (``signal_delay_s`` before it). submitit's own handler requeues the job at once and exits, which
 would kill fairseq mid-update; here the warning first stops the cell like any other signal (fairseq
 saves a checkpoint, the cell is recorded ``interrupted``), and only then is submitit's handler
-called (``posenc.harness.slurm_job.hand_over``), which requeues the job.
+called (``posenc.harness.launch.slurm_job.hand_over``), which requeues the job.
 """
 
 import os
@@ -50,7 +50,7 @@ class _Stop:
         self.child = None        # the running fairseq step's GracefulStop, if any
         self.interruptible = False  # inside a cell's work: a signal may raise there
         self.submitit_usr2 = None   # submitit's SIGUSR2 handler in a SLURM job (checkpoint and requeue)
-        self.cause = ""             # what the stop meant, once a cell recorded it (posenc.harness.slurm_job)
+        self.cause = ""             # what the stop meant, once a cell recorded it (posenc.harness.launch.slurm_job)
 
     @property
     def requested(self) -> bool:

@@ -11,7 +11,7 @@ same run. Variables the harness always sets:
 
 Set only when the config asks: ``OMP_NUM_THREADS`` (``runtime.threads``) and
 ``OMP_WAIT_POLICY`` (``runtime.omp_wait_policy``). Cells that run side by side (a parallel
-launcher) also get their share of the cores and GPUs of their own (``posenc.harness.parallel``:
+launcher) also get their share of the cores and GPUs of their own (``posenc.harness.launch.parallel``:
 ``OMP_NUM_THREADS``, ``CUDA_VISIBLE_DEVICES``).
 
 (Python itself sets ``LC_CTYPE=C.UTF-8`` when started under the bare C locale (PEP 538), in
@@ -21,7 +21,7 @@ posenc-run as in fairseq's own process when run by hand; it changes nothing fair
 import os
 from collections.abc import Mapping
 
-from posenc.harness.spec import ConfigError
+from posenc.harness.errors import ConfigError
 
 ALWAYS = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "PYTHONUNBUFFERED": "1"}
 WAIT_POLICIES = ("PASSIVE", "ACTIVE")
@@ -31,7 +31,7 @@ def thread_count(threads):
     """``OMP_NUM_THREADS`` the config asks for (``runtime.threads``), or None to add nothing here:
     a cell that has the machine to itself then uses every core, as fairseq does by default (or the
     user's own ``OMP_NUM_THREADS``); cells side by side get their share from
-    ``posenc.harness.parallel``."""
+    ``posenc.harness.launch.parallel``."""
     if threads is None:
         return None
     try:
@@ -45,7 +45,7 @@ def thread_count(threads):
 
 def added_environment(runtime) -> dict:
     """The variables the harness sets for fairseq's children (and ``commands.sh`` exports), apart
-    from what cells side by side get from ``posenc.harness.parallel`` (a thread share, their GPUs)."""
+    from what cells side by side get from ``posenc.harness.launch.parallel`` (a thread share, their GPUs)."""
     added = dict(ALWAYS)
     threads = thread_count(runtime.get("threads"))
     if threads:

@@ -1,13 +1,14 @@
 """The fairseq command lines of a cell, as argument lists (never shell strings)."""
 
+import importlib.util
 import shlex
 import sys
 from pathlib import Path
 
-from posenc.harness.limits import run_length
-from posenc.harness.precision import train_flags, train_program
+from posenc.harness.cell.precision import train_flags, train_program
 
-PLUGIN_DIR = Path(__file__).resolve().parents[1] / "fairseq_plugin"
+# The plugin's directory, found without importing it (that would import fairseq into posenc-run).
+PLUGIN_DIR = Path(importlib.util.find_spec("posenc.fairseq_plugin").submodule_search_locations[0]).resolve()
 
 
 def fairseq_tool(name: str) -> str:
@@ -32,38 +33,37 @@ def flags(options: dict) -> list:
 
 # No device probing: fairseq uses a GPU when torch sees one and the CPU otherwise (gpus=0 forces
 # the CPU), and the parent process never has to import torch (seconds per cell) to find out.
-def train_command(bin_dir, save_dir, spec, cfg, optim: dict) -> list:
-    """``optim``: the fairseq flags of how the model is trained (``optim.args``)."""
-    budget = cfg.budget
-    length = run_length(cfg)
+def train_command(bin_dir, save_dir, cell) -> list:
+    """fairseq-train of a resolved cell (``posenc.harness.cell.resolve.Cell``)."""
+    spec, length = cell.spec, cell.length
     return [
         *train_program(), str(bin_dir),
         "--user-dir", str(PLUGIN_DIR),
         "--task", "translation",
         "--arch", spec.arch,
         "--encoder-pos", spec.encoder_pos, "--decoder-pos", spec.decoder_pos,
-        *flags(dict(cfg.model.args)),
-        *flags(optim),
-        "--max-tokens", str(budget.max_tokens),
+        *flags(cell.model_args),
+        *flags(cell.optim_args),
+        "--max-tokens", str(cell.max_tokens),
         "--max-epoch", str(length.max_epoch),
         "--max-update", str(length.max_update),
-        "--stop-time-hours", repr(float(budget.max_time_min) / 60.0),
-        "--seed", str(cfg.seed),
+        "--stop-time-hours", repr(cell.max_time_min / 60.0),
+        "--seed", str(cell.seed),
         "--save-dir", str(save_dir),
         "--no-epoch-checkpoints",
         # Checkpoints often enough that an interruption loses little; the harness resumes from them.
-        *(["--save-interval-updates", str(budget.save_interval_updates), "--keep-interval-updates", "1"]
-          if budget.get("save_interval_updates", 0) else []),
+        *(["--save-interval-updates", str(cell.save_interval_updates), "--keep-interval-updates", "1"]
+          if cell.save_interval_updates else []),
         # fairseq #5036: with the default multiple of 8 the last valid batch can be dropped.
         "--required-batch-size-multiple", "1",
         "--log-format", "json", "--log-interval", "50",
         "--num-workers", "0",
-        *train_flags(cfg),  # precision and GPUs per cell (W&B is logged by the harness, not fairseq)
+        *train_flags(cell),  # precision and GPUs per cell (W&B is logged by the harness, not fairseq)
     ]
 
 
-def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cfg) -> list:
-    gen = cfg.generation
+def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cell) -> list:
+    gen = cell.generation
     return [
         fairseq_tool("fairseq-generate"), str(bin_dir),
         "--user-dir", str(PLUGIN_DIR),
@@ -76,8 +76,8 @@ def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cfg) -> 
         "--max-len-a", str(gen.max_len_a), "--max-len-b", str(gen.max_len_b),
         *(["--post-process", remove_bpe] if remove_bpe else []),
         "--num-workers", "0",
-        "--seed", str(cfg.seed),
-        *(["--cpu"] if cfg.gpus == 0 else []),  # gpus=0: the CPU here too; generation runs in fp32 on one device
+        "--seed", str(cell.seed),
+        *(["--cpu"] if cell.gpus == 0 else []),  # gpus=0: the CPU here too; generation runs in fp32 on one device
     ]
 
 
@@ -86,7 +86,7 @@ def commands_script(job_dir, env: dict, train_argv: list, generate_argvs: dict) 
     sets for them (the rest of the environment is the caller's, as for the harness's own run)."""
     lines = ["#!/usr/bin/env bash",
              "# The fairseq commands of this cell, to rerun it by hand: the same command lines and the same",
-             "# variables the harness set (posenc/harness/runtime.py); the rest of the environment is yours.",
+             "# variables the harness set (posenc/harness/cell/environment.py); the rest of the environment is yours.",
              "set -euo pipefail",
              f"cd {shlex.quote(str(job_dir))}"]
     lines += [f"export {key}={shlex.quote(str(value))}" for key, value in env.items()]

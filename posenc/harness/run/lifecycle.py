@@ -1,8 +1,9 @@
 """One cell, end to end: corpus -> fairseq-train -> fairseq-generate -> BLEU -> result.json.
 
-A cell resumes where it stopped (``posenc.harness.resume``), runs under a per-cell lock
-(``posenc.harness.lock``) and records a signal to the harness as ``interrupted``
-(``posenc.harness.signals``).
+It runs on a resolved ``Cell`` (``posenc.harness.cell.resolve``), never on the config. A cell
+resumes where it stopped (``posenc.harness.run.resume``), runs under a per-cell lock
+(``posenc.harness.run.lock``) and records a signal to the harness as ``interrupted``
+(``posenc.harness.run.signals``).
 """
 
 import shutil
@@ -10,28 +11,23 @@ import time
 import traceback
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.cells import layout
-from posenc.cells.schema import FAILED, INTERRUPTED, OK, field, read_result, time_capped
+from posenc.cells.record import Record, is_interrupted, time_capped
 from posenc.corpora import prepare_corpus
-from posenc.harness import resume
-from posenc.harness.commands import commands_script, generate_command, train_command
-from posenc.harness.failures import non_finite_loss
-from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
-from posenc.harness.limits import run_length, step_limits
-from posenc.harness.lock import cell_lock
-from posenc.harness.precision import check_gpu_settings, check_hardware
-from posenc.harness.progress import CellProgress
-from posenc.harness.provenance import provenance
-from posenc.harness.records import base_record, write_result
-from posenc.harness.runtime import added_environment, child_environment
-from posenc.harness.signals import STOP, StopRequested
-from posenc.harness.slurm_job import requeues, stop_cause
-from posenc.harness.spec import cell_spec
-from posenc.harness.subprocess_step import StepFailed, run_step
-from posenc.harness.wandb_run import check_logger, log_finished_cell, start_cell_run
+from posenc.harness.cell.commands import commands_script, generate_command, train_command
+from posenc.harness.cell.environment import child_environment
+from posenc.harness.cell.precision import check_hardware
+from posenc.harness.launch.slurm_job import requeues, stop_cause
+from posenc.harness.run import resume
+from posenc.harness.run.failures import non_finite_loss
+from posenc.harness.run.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
+from posenc.harness.run.lock import cell_lock
+from posenc.harness.run.provenance import provenance
+from posenc.harness.run.signals import STOP, StopRequested
+from posenc.harness.run.step import StepFailed, run_step
+from posenc.harness.tracking.progress import CellProgress
+from posenc.harness.tracking.wandb_run import log_finished_cell, start_cell_run
 from posenc.report.outputs import score_output
 
 
@@ -39,113 +35,108 @@ class IncompleteOutput(RuntimeError):
     """fairseq returned fewer (or other) sentences than the test set has."""
 
 
-def finished_result(job_dir: Path, cfg):
-    """The cell's earlier result if it finished ok with this exact configuration, else None. A
+def finished_result(job_dir: Path, cell):
+    """The cell's earlier record if it finished ok with this exact configuration, else None. A
     record hashed before the optim group that proves the same configuration gets today's hash."""
-    record = read_result(job_dir)
-    if not (record and record.get("status") == OK
-            and (job_dir / record.get("hypotheses", layout.HYPOTHESES_FILE)).exists()):
+    record = Record.read(job_dir)
+    if not (record and record.ok and (job_dir / (record.hypotheses or layout.HYPOTHESES_FILE)).exists()):
         return None
-    current = resume.recognised_hash(record.get("config_hash"), cfg)
+    current = cell.hashes.recognised_config(record.config_hash)
     if not current:
         return None
-    if record.get("config_hash") != current:
-        record["config_hash"] = current
-        write_result(job_dir, record)
+    if record.config_hash != current:
+        record.config_hash = current
+        record.write(job_dir)
     return record
 
 
-def run_cell(cfg, job_dir: Path, progress: CellProgress, env: dict = None) -> dict:
-    """Run (or find finished) one cell. Configuration and corpus errors raise; anything that goes
-    wrong in training or decoding is recorded as a failed cell, with a one-line error; a signal
-    to the harness is recorded as an interrupted cell. ``env``: what cells side by side get on top
-    of the user's environment (a thread share, their GPUs; ``posenc.harness.parallel``)."""
-    spec = cell_spec(cfg)
-    check_logger(cfg.logger)
-    check_gpu_settings(cfg)
+def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None) -> Record:
+    """Run (or find finished) one resolved cell (``posenc.harness.cell.resolve``). Anything that
+    goes wrong in training or decoding is recorded as a failed cell, with a one-line error; a
+    signal to the harness is recorded as an interrupted cell; a corpus or machine refusal raises.
+    ``env``: what cells side by side get on top of the user's environment (a thread share, their
+    GPUs; ``posenc.harness.launch.parallel``)."""
     # Everything the harness adds to fairseq's environment; commands.sh exports the same.
-    env = {**added_environment(cfg.runtime), **(env or {})}
-    limits = step_limits(cfg.budget)
-    run_length(cfg)  # a run nothing ends is refused before any work
+    env = {**cell.environment, **(env or {})}
     job_dir = Path(job_dir)
     with cell_lock(job_dir, progress.say):
-        if cfg.get("redo", False):
+        if cell.redo:
             resume.start_over(job_dir)
             progress.say("redo=true: starting afresh")
         else:
-            earlier = finished_result(job_dir, cfg)
+            earlier = finished_result(job_dir, cell)
             if earlier:
-                progress.say(f"finished earlier: BLEU {earlier['bleu']:.2f}; kept")
-                log_finished_cell(cfg, job_dir, earlier)  # logger=wandb: its run, once, from what the cell kept
+                progress.say(f"finished earlier: BLEU {earlier.bleu:.2f}; kept")
+                log_finished_cell(cell, job_dir, earlier)  # logger=wandb: its run, once, from what the cell kept
                 return earlier
-        check_hardware(cfg, child_environment(env))
-        return _run(cfg, spec, job_dir, env, limits, progress)
+        check_hardware(cell, child_environment(env))
+        return _run(cell, job_dir, env, progress)
 
 
-def _run(cfg, spec, job_dir: Path, env: dict, limits, progress: CellProgress) -> dict:
+def _run(cell, job_dir: Path, env: dict, progress: CellProgress) -> Record:
     started = time.monotonic()
-    prepared = prepare_corpus(cfg.data, Path(cfg.paths.cache_dir), log=progress.say)
-    record = base_record(cfg, spec, job_dir)
-    record["corpus"] = prepared.record()
+    limits = cell.limits
+    prepared = prepare_corpus(cell.data, cell.cache_dir, log=progress.say)
+    record = cell.new_record(job_dir)
+    record.corpus = prepared.record()
     versions = provenance()
     write_json_atomic(job_dir / layout.PROVENANCE_FILE, versions)
-    wandb_run = start_cell_run(cfg, job_dir, record, versions["git_commit"])  # logger=wandb; else does nothing
+    wandb_run = start_cell_run(cell, job_dir, record, versions["git_commit"])  # logger=wandb; else does nothing
     save_dir = job_dir / layout.CHECKPOINTS
-    plan = resume.plan(job_dir, cfg)  # (starting afresh clears the cell's old result)
-    write_result(job_dir, record)  # running: a cell killed outright is seen as such, never as a finished one
+    plan = resume.plan(job_dir, cell)  # (starting afresh clears the cell's old result)
+    record.write(job_dir)  # running: a cell killed outright is seen as such, never as a finished one
     if plan.message:
         progress.say(plan.message)
     if limits.note and plan.action != "score":
         progress.say(limits.note)
-    train_argv = train_command(prepared.bin_dir, save_dir, spec, cfg, OmegaConf.to_container(cfg.optim.args))
-    splits = ["test"] + (["test_long"] if cfg.generation.test_long and "test_long" in prepared.subsets else [])
+    train_argv = train_command(prepared.bin_dir, save_dir, cell)
+    splits = ["test"] + (["test_long"] if cell.generation.test_long and "test_long" in prepared.subsets else [])
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / layout.BEST, prepared.subsets[split],
-                                              prepared.remove_bpe, cfg) for split in splits}
+                                              prepared.remove_bpe, cell) for split in splits}
     write_text_atomic(job_dir / layout.COMMANDS_FILE, commands_script(job_dir, env, train_argv, generate_argvs))
     phase = "fairseq-train"
     try:
         training = plan.training if plan.action == "score" else \
-            train(cfg, spec, job_dir, train_argv, env, limits.train_s, plan.action == "resume",
+            train(cell, job_dir, train_argv, env, limits.train_s, plan.action == "resume",
                   progress, each_line(progress.on_train_line, wandb_run.on_train_line))
         record.update(training)
         for split, argv in generate_argvs.items():
             phase = f"fairseq-generate ({split})"
             generate_started = time.monotonic()
             scores = generate_and_score(split, argv, prepared, job_dir, limits.other_s, env)
-            record.update({field(k, split): v for k, v in scores.items()})
-            record[field("generate_wall_s", split)] = round(time.monotonic() - generate_started, 1)
-        record.update(status=OK, error="")
-        progress.say(f"BLEU {record['bleu']:.2f} (tokenized {record['tok_bleu']:.2f}) "
-                     f"| valid ppl {record['valid_ppl']:.2f}")
+            record.scores(split, {**scores, "generate_wall_s": round(time.monotonic() - generate_started, 1)})
+        record.succeed()
+        progress.say(f"BLEU {record.bleu:.2f} (tokenized {record.tok_bleu:.2f}) | valid ppl {record.valid_ppl:.2f}")
     except (StepFailed, IncompleteOutput) as err:
-        record.update(status=FAILED, error=str(err))
+        record.fail(str(err))
     except StopRequested as stop:
         STOP.cause = stop_cause(stop.signum)
-        record.update(status=INTERRUPTED, error=interrupted_reason(STOP.cause, phase, job_dir))
+        record.interrupt(interrupted_reason(STOP.cause, phase, job_dir))
         stuck = no_progress(job_dir) if phase == "fairseq-train" and requeues(STOP.cause) else ""
         if stuck:  # a requeue would start where this run did: fail instead of looping until the requeues run out
-            record.update(status=FAILED, error=f"{STOP.cause.split(':')[0]}, but {stuck}; not requeued")
+            record.fail(f"{STOP.cause.split(':')[0]}, but {stuck}; not requeued")
     except Exception as err:  # recorded, never lost: the traceback goes to error.log
-        record.update(status=FAILED, error=f"{type(err).__name__}: {err}".splitlines()[0])
+        record.fail(f"{type(err).__name__}: {err}".splitlines()[0])
         write_text_atomic(job_dir / layout.ERROR_LOG, traceback.format_exc())
     finally:  # anything else (SystemExit, KeyboardInterrupt) leaves the record running, with its reason
-        if record["status"] == OK:  # an unfinished cell keeps every checkpoint, to resume from
-            tidy_checkpoints(save_dir, cfg.keep_checkpoints)
-        record["cell_wall_s"] = round(time.monotonic() - started, 1)
-        write_result(job_dir, record)
+        if record.ok:  # an unfinished cell keeps every checkpoint, to resume from
+            tidy_checkpoints(save_dir, cell.keep_checkpoints)
+        record.cell_wall_s = round(time.monotonic() - started, 1)
+        record.write(job_dir)
         wandb_run.finish(record)
-    if record["status"] == INTERRUPTED:
-        progress.say(f"INTERRUPTED: {record['error']}")
-    elif record["status"] != OK:
-        progress.say(f"FAILED: {record['error']}")
+    if is_interrupted(record):
+        progress.say(f"INTERRUPTED: {record.error}")
+    elif not record.ok:
+        progress.say(f"FAILED: {record.error}")
     return record
 
 
-def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line) -> dict:
+def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line) -> dict:
     """fairseq-train, fresh or resumed from ``checkpoint_last.pt`` (fairseq's own restore; the log
     is appended to). Returns the training's fields of the record."""
     log = job_dir / layout.TRAIN_LOG
-    resume.begin_training(job_dir, cfg)
+    resume.begin_training(job_dir, cell)
+    spec = cell.spec
     progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
     started = time.monotonic()
     try:
@@ -157,10 +148,10 @@ def train(cfg, spec, job_dir: Path, argv: list, env: dict, limit_s: float, resum
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
     training["train_wall_s"] = wall
     if time_capped(training):
-        progress.say(f"WARNING: training stopped at the time cap (budget.max_time_min={cfg.budget.max_time_min:g}) "
+        progress.say(f"WARNING: training stopped at the time cap (budget.max_time_min={cell.max_time_min:g}) "
                      f"after {training['num_updates']} updates, in epoch {training['epochs']} of "
-                     f"{cfg.budget.max_epoch}: this cell's scores depend on the machine's speed")
-    resume.finish_training(job_dir, cfg, training)
+                     f"{cell.length.max_epoch}: this cell's scores depend on the machine's speed")
+    resume.finish_training(job_dir, cell, training)
     return training
 
 

@@ -9,7 +9,7 @@ room for fairseq's start-up and its last validation and save.
 
 from dataclasses import dataclass
 
-from posenc.harness.spec import ConfigError
+from posenc.harness.errors import ConfigError
 
 MIN_GRACE_MIN = 5.0     # start-up, the last validation and checkpoint save
 GRACE_FRACTION = 0.1    # ... or a tenth of the training time, if more

@@ -1,0 +1,280 @@
+"""A cell's record (``result.json``): its fields, as one class, its statuses, its per-split names,
+and how to read one back, old records included.
+
+Every writer builds or changes a ``Record`` and writes it with ``Record.write``: the harness, its
+signals, a SLURM job, the SLURM launcher and the refusals. Statuses are set and compared here
+alone (``Record.finish`` and the ``is_*`` readers): no other module spells them. The report, the
+analysis and the harness's own summary read records as plain dicts (``read_result``, or
+``posenc.cells.sweep``) with the accessors here. docs/harness.md lists the fields.
+"""
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from posenc.atomic import write_json_atomic
+from posenc.cells.layout import RESULT_FILE
+from posenc.confdir import CONF_DIR
+from posenc.metrics import bleu_signature_options, chrf_signature_options
+
+# The contract's columns, in table order (results.csv keeps this order, extras after).
+FIELDS = ("experiment", "model", "data", "pe", "placement", "encoder_pos", "decoder_pos", "seed", "status",
+          "error", "bleu", "bleu_signature", "tok_bleu", "valid_ppl", "test_sentences", "num_updates",
+          "train_wall_s", "hypotheses", "job_dir")
+# The cell's identity: what its configuration asked for (the rest of a record is its outcome).
+IDENTITY = ("experiment", "model", "data", "pe", "placement", "encoder_pos", "decoder_pos", "seed")
+
+# ``status``: every status but OK has a non-empty ``error`` that says why.
+OK = "ok"
+FAILED = "failed"
+INTERRUPTED = "interrupted"  # a signal to the harness (SIGTERM, SIGINT): a rerun resumes it
+RUNNING = "running"          # written when the cell starts; still there: it is running, or was killed outright
+PRUNED = "pruned"            # a tuning trial stopped early by its study (with a save): finished, not scored
+STATUSES = (OK, FAILED, INTERRUPTED, RUNNING, PRUNED)
+RUNNING_ERROR = "still running, or stopped without recording an outcome (killed outright?)"
+
+# The test splits a cell may be scored on: ``test`` always, ``test_long`` where the corpus has one.
+SPLITS = ("test", "test_long")
+
+# ``stopped_by``: what ended a cell's training (max_epoch, max_update or TIME_CAP). A cell that
+# budget.max_time_min stopped is finished but not whole: its score depends on the machine's speed.
+TIME_CAP = "time_cap"
+
+
+def field(name: str, split: str) -> str:
+    """A record's field for a split: no suffix for test (``bleu``), ``_<split>`` otherwise
+    (``bleu_test_long``)."""
+    return name if split == "test" else f"{name}_{split}"
+
+
+@dataclass
+class Record:
+    """Every field a cell's ``result.json`` can have; ``None`` (or "") until the cell has it."""
+    # identity: what the configuration asked for, and the kinds it resolved to
+    experiment: str = None
+    model: str = None
+    data: str = None
+    pe: str = None
+    placement: str = None
+    encoder_pos: str = ""
+    decoder_pos: str = ""
+    seed: int = None
+    family: str = None
+    # outcome
+    status: str = RUNNING
+    error: str = RUNNING_ERROR
+    # scores on the test split (SPLIT_FIELDS: the same with ``_test_long`` for the long split)
+    bleu: float = None
+    bleu_signature: str = ""
+    bleu_options: dict = None
+    tok_bleu: float = None
+    chrf: float = None
+    chrf_signature: str = None
+    chrf_options: dict = None
+    test_sentences: int = None
+    hypotheses: str = ""
+    generate_wall_s: float = None
+    # scores on the long split, where the corpus has one and generation.test_long asks for it
+    bleu_test_long: float = None
+    bleu_signature_test_long: str = None
+    bleu_options_test_long: dict = None
+    tok_bleu_test_long: float = None
+    chrf_test_long: float = None
+    chrf_signature_test_long: str = None
+    chrf_options_test_long: dict = None
+    test_sentences_test_long: int = None
+    hypotheses_test_long: str = None
+    generate_wall_s_test_long: float = None
+    # training (fairseq's log)
+    valid_ppl: float = None
+    num_updates: int = None
+    epochs: int = None
+    best_epoch: int = None
+    stopped_by: str = None
+    device: str = None
+    train_wall_s: float = None
+    resumed_from_update: int = 0
+    # the cell
+    job_dir: str = ""
+    config_hash: str = None
+    corpus: dict = None
+    cell_wall_s: float = None
+    # a field this version does not know (a record from a newer posenc): kept, written back as read
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def names(cls) -> tuple:
+        """The record's fields, in the order ``result.json`` has them."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Record":
+        """A record as read from a ``result.json`` of any version: missing fields keep their
+        defaults, unknown ones go to ``extra``."""
+        known = set(cls.names())
+        return cls(**{k: v for k, v in data.items() if k in known},
+                   extra={k: v for k, v in data.items() if k not in known})
+
+    @classmethod
+    def read(cls, job_dir: Path):
+        """The cell's record, or None when there is none or it cannot be parsed."""
+        data = read_result(job_dir)
+        return cls.from_dict(data) if data is not None else None
+
+    def to_dict(self) -> dict:
+        """What ``result.json`` holds: every field with a value (the long split's only where it
+        was scored), then ``extra``."""
+        out = {}
+        for name in self.names():
+            value = getattr(self, name)
+            if value is None and name in _ONLY_WHEN_SET:
+                continue
+            out[name] = value
+        return {**out, **self.extra}
+
+    def write(self, job_dir: Path) -> None:
+        """Write ``result.json`` atomically: a reader sees the old record or this one, never a torn one."""
+        write_json_atomic(Path(job_dir) / RESULT_FILE, self.to_dict())
+
+    def update(self, values: dict) -> None:
+        """Set fields by name (``{"valid_ppl": ..., "num_updates": ...}``); the status only through
+        ``finish``. An unknown name is a bug in its writer: AttributeError."""
+        for name, value in values.items():
+            if name not in self.names() or name in ("status", "error"):
+                raise AttributeError(f"{name!r} is not a record field that can be set (the status: Record.finish)")
+            setattr(self, name, value)
+
+    def scores(self, split: str, values: dict) -> None:
+        """Set a split's fields from ``{"bleu": ..., "chrf": ...}`` (named as on the test split)."""
+        self.update({field(name, split): value for name, value in values.items()})
+
+    def finish(self, status: str, error: str = "") -> None:
+        """End the record as ``status``; every status but OK needs its reason."""
+        if status not in STATUSES:
+            raise ValueError(f"status {status!r} is not one of {', '.join(STATUSES)}")
+        if status != OK and not error:
+            raise ValueError(f"a {status} record needs an error that says why")
+        self.status, self.error = status, (error if status != OK else "")
+
+    def succeed(self) -> None:
+        self.finish(OK)
+
+    def fail(self, error: str) -> None:
+        self.finish(FAILED, error)
+
+    def interrupt(self, error: str) -> None:
+        self.finish(INTERRUPTED, error)
+
+    def prune(self, error: str) -> None:
+        self.finish(PRUNED, error)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+
+# Fields written only once a cell has them (the long split, training's details, the cell's timings).
+_ONLY_WHEN_SET = frozenset({*(n for n in Record.__dataclass_fields__ if n.endswith("_test_long")),
+                            "bleu_options", "chrf_options", "chrf_signature", "generate_wall_s", "epochs",
+                            "best_epoch", "stopped_by", "device", "config_hash", "corpus", "cell_wall_s"})
+# The fields a scored split has (``field(name, split)`` names them for another split).
+SPLIT_FIELDS = tuple(n[:-len("_test_long")] for n in Record.__dataclass_fields__ if n.endswith("_test_long"))
+
+
+def new_record(identity: dict, job_dir: Path, family: str, error: str = "") -> Record:
+    """A cell's record before it has an outcome: ``running`` (or ``failed`` with ``error``, a
+    cell refused before it started), every score empty."""
+    record = Record(**{key: identity.get(key) for key in IDENTITY}, family=family, job_dir=str(job_dir))
+    if error:
+        record.fail(error)
+    return record
+
+
+def is_ok(record) -> bool:
+    """Whether a record (a dict as read, or a Record) finished ok."""
+    return _status(record) == OK
+
+
+def is_interrupted(record) -> bool:
+    return _status(record) == INTERRUPTED
+
+
+def is_running(record) -> bool:
+    """Still ``running``: the cell runs, or was killed outright before it recorded an outcome."""
+    return _status(record) == RUNNING
+
+
+def is_pruned(record) -> bool:
+    return _status(record) == PRUNED
+
+
+def _status(record):
+    if record is None:
+        return None
+    return record.status if isinstance(record, Record) else record.get("status")
+
+
+def time_capped(record: dict) -> bool:
+    return record.get("stopped_by") == TIME_CAP
+
+
+def read_result(job_dir: Path):
+    """The cell's record, or None when there is none or it cannot be parsed (torn, foreign)."""
+    record, _ = read_result_why(job_dir)
+    return record
+
+
+def read_result_why(job_dir: Path):
+    """``(record, "")``, ``(None, "")`` when there is no ``result.json``, or ``(None, why)`` when
+    it cannot be read as a record."""
+    path = Path(job_dir) / RESULT_FILE
+    if not path.exists():
+        return None, ""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
+        return None, type(err).__name__  # a torn or foreign file: the cell counts as not finished
+    return (record, "") if isinstance(record, dict) else (None, "not a JSON object")
+
+
+def family(record: dict) -> str:
+    """The record's model family; records written before it was recorded: the family of their
+    model's config, ``conf/model/<model>.yaml`` ("unknown" without one)."""
+    return str(record.get("family") or config_family(str(record.get("model"))))
+
+
+@cache
+def config_family(model_name: str) -> str:
+    """``"fconv"``, ``"transformer"``, or ``"unknown"`` for a model config name with no file."""
+    path = CONF_DIR / "model" / f"{model_name}.yaml"
+    if not path.is_file():
+        return "unknown"
+    cfg = OmegaConf.load(path)  # `model:` under Hydra's _global_ package (a bare `family:` before it picked its optim)
+    return str(OmegaConf.select(cfg, "model.family", default=None) or cfg.get("family", "unknown"))
+
+
+def bleu_options(record: dict, split: str = "test") -> dict:
+    """The ``sacrebleu.metrics.BLEU(...)`` arguments the split was scored with: as recorded, or
+    for records written before they were, parsed from the split's signature."""
+    recorded = record.get(field("bleu_options", split))
+    if isinstance(recorded, dict):
+        return dict(recorded)
+    return bleu_signature_options(str(record.get(field("bleu_signature", split)) or ""))
+
+
+def chrf_options(record: dict, split: str = "test") -> dict:
+    """The ``sacrebleu.metrics.CHRF(...)`` arguments the split was scored with: as recorded, or
+    for records written before they were, parsed from the split's chrF signature; records from
+    before chrF++ was recorded have none: chrF++ with BLEU's casing."""
+    recorded = record.get(field("chrf_options", split))
+    if isinstance(recorded, dict):
+        return dict(recorded)
+    signature = str(record.get(field("chrf_signature", split)) or "")
+    options = chrf_signature_options(signature)
+    if not signature and bleu_options(record, split).get("lowercase"):
+        options["lowercase"] = True
+    return options

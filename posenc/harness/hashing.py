@@ -1,0 +1,122 @@
+"""A cell's fingerprints, computed here alone: ``config_hash`` (everything that decides its
+outcome; its record and W&B run carry it) and ``training_hash`` (everything that decides its
+checkpoints; ``state.json`` carries it), and the one place a rerun recognises the hashes cells had
+before the optim group (``Hashes``).
+
+Cells hashed before the optimiser left the budget keep their results and checkpoints.
+
+Until the ``optim`` group existed, each budget carried both families' optimisers
+(``budget.optim.fconv``, ``budget.optim.transformer``), so every cell's config and training hashes
+covered them. The move changes no cell's training, only where its configuration says so; without
+this every earlier cell would be trained again. ``before_optim_group`` rebuilds the old
+layout of a configuration: the budget's two blocks as they were, the cell's own family's block
+being the cell's ``optim.args`` (so an override of it carries over). A recorded hash that equals
+the rebuilt one proves the cell is the same; anything else (another optimiser, a schedule with a
+length of its own, a budget of the user's) does not match, and the cell is run again, as before.
+"""
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+
+from omegaconf import OmegaConf
+
+from posenc.cells.keys import NOT_OUTCOME, NOT_TRAINING
+
+
+def config_hash(cfg, ignore=()) -> str:
+    """Fingerprint of everything that determines a cell's outcome (the resolved config without
+    the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``)."""
+    return digest(hashed_config(cfg, ignore))
+
+
+def training_hash(cfg) -> str:
+    """Fingerprint of everything that determines a cell's checkpoints."""
+    return config_hash(cfg, ignore=NOT_TRAINING)
+
+
+def hashed_config(cfg, ignore=()) -> dict:
+    """What ``config_hash`` fingerprints, as plain data. Keys are resolved one by one, so an
+    ignored top-level key is never resolved (``runtime`` reads the launcher's settings, which
+    exist only inside a job)."""
+    skip = set(NOT_OUTCOME) | set(ignore)
+    data = {key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
+            for key in cfg if key not in skip}
+    for dotted in (k for k in skip if "." in k):
+        *parents, leaf = dotted.split(".")
+        node = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return data
+
+
+def digest(data: dict) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Hashes:
+    """A cell's two fingerprints, and what the same configuration hashed to before the optim group
+    ("" where no earlier configuration trained the same way)."""
+    config: str
+    training: str
+    config_before_optim: str = ""
+    training_before_optim: str = ""
+
+    def recognised_config(self, recorded) -> str:
+        """Today's config hash when ``recorded`` (a finished record's) fingerprints this very
+        configuration, today or before the optim group; "" when it is neither (an empty
+        recorded hash proves nothing)."""
+        return self.config if recorded and recorded in (self.config, self.config_before_optim) else ""
+
+    def recognised_training(self, recorded) -> str:
+        """The same for the hash the cell's checkpoints were saved under (``state.json``)."""
+        return self.training if recorded and recorded in (self.training, self.training_before_optim) else ""
+
+
+def cell_hashes(cfg) -> Hashes:
+    """Both hashes of a composed config, and their pre-optim-group versions. The one place a rerun
+    consults the old hashes: ``Hashes.recognised_*``."""
+    return Hashes(config_hash(cfg), training_hash(cfg), before_optim_group(cfg),
+                  before_optim_group(cfg, NOT_TRAINING))
+
+
+# --- before the optim group --------------------------------------------------------------------
+_ADAM_FCONV = {"optimizer": "adam", "lr": 0.002, "clip_norm": 0.1, "criterion": "label_smoothed_cross_entropy",
+               "label_smoothing": 0.1}
+_ADAM_TRANSFORMER = {"optimizer": "adam", "adam_betas": "(0.9, 0.98)", "lr": 0.002, "lr_scheduler": "inverse_sqrt",
+                     "warmup_updates": 200, "clip_norm": 0.0, "criterion": "label_smoothed_cross_entropy",
+                     "label_smoothing": 0.1}
+# conf/budget/<name>.yaml's ``optim:`` block as the last release before the group had it.
+BUDGET_OPTIM = {
+    "smoke": {"fconv": _ADAM_FCONV,
+              "transformer": {"optimizer": "adam", "adam_betas": "(0.9, 0.98)", "lr": 0.001, "clip_norm": 0.0,
+                              "criterion": "label_smoothed_cross_entropy", "label_smoothing": 0.1}},
+    "cpu": {"fconv": _ADAM_FCONV, "transformer": _ADAM_TRANSFORMER},
+    "paper": {"fconv": {"optimizer": "nag", "lr": 0.25, "momentum": 0.99, "clip_norm": 0.1,
+                        "lr_scheduler": "reduce_lr_on_plateau", "lr_shrink": 0.1, "stop_min_lr": 0.0001,
+                        "dropout": 0.2, "criterion": "cross_entropy"},
+              "transformer": {"optimizer": "adam", "adam_betas": "(0.9, 0.98)", "lr": 0.0007,
+                              "lr_scheduler": "inverse_sqrt", "warmup_updates": 4000, "warmup_init_lr": 1.0e-07,
+                              "clip_norm": 0.0, "dropout": 0.1, "criterion": "label_smoothed_cross_entropy",
+                              "label_smoothing": 0.1}},
+}
+
+
+def before_optim_group(cfg, ignore=()) -> str:
+    """The hash ``config_hash(cfg, ignore)`` had before the optim group; "" where no earlier
+    configuration trained the same way (a schedule with its own length did not exist)."""
+    data = hashed_config(cfg, ignore)
+    optim, budget = data.pop("optim", None), data.get("budget")
+    family = (data.get("model") or {}).get("family")
+    if not optim or optim.get("max_update") or not isinstance(budget, dict) or budget.get("name") not in BUDGET_OPTIM:
+        return ""
+    blocks = copy.deepcopy(BUDGET_OPTIM[budget["name"]])
+    if family not in blocks:
+        return ""
+    blocks[family] = optim.get("args") or {}
+    budget["optim"] = blocks
+    return digest(data)

@@ -1,0 +1,37 @@
+"""At the end of a sweep: the sweep read once into one report, from which come ``results.csv`` and
+``table.md`` in the sweep directory, the table printed (and logged to W&B with logger=wandb, power
+columns included), then one summary line; the sweep's exit status is non-zero when any cell
+failed, was interrupted or never reported. The tables are written whatever happened to the cells."""
+
+import sys
+from pathlib import Path
+
+from hydra.experimental.callback import Callback
+
+from posenc.cells.sweep import SweepError, read_sweep
+from posenc.harness.run.signals import STOP
+from posenc.harness.sweep.summary import summarize
+from posenc.harness.tracking.wandb_run import log_sweep_table
+from posenc.report.table import sweep_end_report, write_sweep_tables
+
+
+class SweepReport(Callback):
+    """Hydra's callback at a sweep's end. Hydra gives a callback no way to return a value, so the
+    sweep's exit status waits in ``SweepReport.exit_status`` for posenc-run's ``main`` (one
+    posenc-run process runs one sweep)."""
+    exit_status = 0
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        if not sweep_dir.exists():
+            return
+        sweep = read_sweep(sweep_dir)
+        try:
+            report = sweep_end_report(sweep)
+            print(write_sweep_tables(report), flush=True)
+            log_sweep_table(config, report)  # logger=wandb: the same table in the sweep's W&B group
+        except SweepError as err:  # e.g. no cell reported at all: the summary line says so
+            print(f"posenc-run: no table: {err}", file=sys.stderr, flush=True)
+        line, status = summarize(sweep, interrupted_by=STOP.exit_status())
+        print(line, flush=True)
+        SweepReport.exit_status = status

@@ -1,0 +1,1 @@
+"""What a user watches while cells run: progress lines and W&B runs."""
