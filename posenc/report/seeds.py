@@ -1,0 +1,59 @@
+"""The seeds strategy's rule: how many seeds a row runs next, from its plan alone.
+
+An internal pilot (Wittes & Brittain 1990; Kieser & Friede 2003 for the t-test): every row first
+runs ``pilot_seeds``; then, after each batch, the row's comparison with its baseline is planned
+again from the variance of the seeds it has (``posenc.report.power.booking``, the number to book),
+and the row gets up to ``batch_seeds`` more, until it has its plan or ``max_seeds``. The observed
+difference is never looked at, so stopping does not bias the verdict's test towards a finding
+(results/significance_calibration.md measures its level and power, adaptive stop included).
+
+The harness's adaptive sweeper (``hydra/sweeper=posenc_seeds``) and the calibration's simulation
+both decide with ``SeedsRule.next``.
+"""
+
+from dataclasses import dataclass
+
+PLAN = "plan"            # the row has the seeds its plan books
+MAX = "max_seeds"        # the plan wants more than max_seeds
+NO_PLAN = "no plan"      # no number of seeds reaches the power at this test size (or beyond MAX_SEEDS)
+
+
+@dataclass(frozen=True)
+class Step:
+    seeds: int       # the seeds the row should have once the next batch ran (== have when it stops)
+    stopped: str     # "" while the row goes on; else PLAN, MAX or NO_PLAN
+    why: str = ""    # the stop in words, for the summary and the table
+
+
+@dataclass(frozen=True)
+class SeedsRule:
+    pilot_seeds: int = 3
+    max_seeds: int = 10
+    batch_seeds: int = 2
+
+    def problem(self) -> str:
+        """What is wrong with these values, in one line naming them, or ""."""
+        for name in ("pilot_seeds", "max_seeds", "batch_seeds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                return f"{name}={value!r} is not allowed; allowed: a whole number >= 1"
+        if self.pilot_seeds < 2:
+            return f"pilot_seeds={self.pilot_seeds} is not allowed; allowed: 2 or more (a plan needs the seeds' spread)"
+        if self.max_seeds < self.pilot_seeds:
+            return (f"max_seeds={self.max_seeds} is less than pilot_seeds={self.pilot_seeds}; "
+                    f"allowed: max_seeds >= pilot_seeds")
+        return ""
+
+    def next(self, have: int, planned) -> Step:
+        """The next step of a row with ``have`` finished seeds (paired with its baseline's) whose
+        plan books ``planned`` seeds (an int), or None when there is no plan."""
+        if have < self.pilot_seeds:
+            return Step(self.pilot_seeds, "")
+        if planned is None:
+            return Step(have, NO_PLAN, "no number of seeds reaches 80% power at this test size")
+        target = min(int(planned), self.max_seeds)
+        if have >= target:
+            if int(planned) > self.max_seeds:
+                return Step(have, MAX, f"stopped at max_seeds={self.max_seeds}; the plan books {planned}")
+            return Step(have, PLAN, f"its plan books {planned}")
+        return Step(min(have + self.batch_seeds, target), "")
