@@ -12,6 +12,7 @@ rest's input lines sorted, joined with ``item_sep``, ``=`` replaced by ``kv_sep`
 """
 
 import itertools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,9 @@ from posenc.cells.record import config_family
 from posenc.kinds import grid_skip_reason
 
 PLAN_FILE = "multirun.yaml"
+# An adaptive sweep (``hydra/sweeper=posenc_seeds``) decides its cells as it goes: its plan is the
+# cells it has launched so far, which it keeps here with each row's seeds and why the row stopped.
+STRATEGY_FILE = "seeds_strategy.json"
 
 
 @dataclass(frozen=True)
@@ -32,11 +36,26 @@ class PlannedCell:
     skip_reason: str = ""   # non-empty: the sweep leaves this cell out by design
 
 
+def read_strategy(sweep_dir: Path):
+    """An adaptive sweep's state (``STRATEGY_FILE``), or None for a sweep of a fixed grid."""
+    path = Path(sweep_dir) / STRATEGY_FILE
+    if not path.exists():
+        return None
+    state = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(state, dict) or not isinstance(state.get("cells"), list):
+        raise ValueError(f"{path}: not a seeds strategy's state (no list of cells)")
+    return state
+
+
 def planned_cells(sweep_dir: Path):
-    """Every cell of the sweep in launch order, or None when the sweep has no ``multirun.yaml``."""
+    """Every cell of the sweep in launch order, or None when the sweep has no ``multirun.yaml``.
+    An adaptive sweep's plan is the cells it launched so far (``STRATEGY_FILE``)."""
     plan_file = Path(sweep_dir) / PLAN_FILE
     if not plan_file.exists():
         return None
+    strategy = read_strategy(sweep_dir)
+    if strategy is not None:
+        return [PlannedCell(c["dirname"], override_values(c["overrides"])) for c in strategy["cells"]]
     cfg = OmegaConf.load(plan_file)
     # A sweep typed on the command line has no preset params: its swept keys are in the task overrides.
     preset = cfg.hydra.sweeper.get("params")

@@ -14,7 +14,7 @@ import yaml
 
 from posenc.cells import keys
 from posenc.cells.layout import RESULT_FILE
-from posenc.cells.plan import PLAN_FILE, override_values, planned_cells
+from posenc.cells.plan import PLAN_FILE, override_values, planned_cells, read_strategy
 from posenc.cells.record import read_result_why
 
 # Keys a record carries itself; any other key a sweep varies (``+model.args.dropout=0.1,0.2``,
@@ -56,6 +56,7 @@ class Sweep:
     planned: bool = False                           # the plan was read: missing cells are known
     plan_values: dict = field(default_factory=dict)  # planned cell -> its overrides' values, in launch order
     plan_note: str = ""                             # why no plan was read, where one could not be
+    strategy: dict = None                           # an adaptive sweep's state (rows, their seeds, why they stopped)
 
     @property
     def label(self) -> str:
@@ -124,6 +125,7 @@ def _plan(sweep: Sweep):
                            "only cells that reported are listed")
         return None
     sweep.planned = True
+    sweep.strategy = read_strategy(sweep.dir)
     return plan
 
 

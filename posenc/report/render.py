@@ -287,6 +287,26 @@ def _block(fmt, headers, body, notes, left=1) -> str:
     return markdown(headers, body) + "\n" + "".join(f"{n}\n\n" for n in notes)
 
 
+def strategy_table(report):
+    """The seeds strategy's rows (an adaptive sweep): the seeds each ran, its plan, why it stopped."""
+    state = report.sweep.strategy or {}
+    headers = ["row", "seeds run", "seeds to book (last plan)", "stopped"]
+    body = [[r["row"] + (" (baseline)" if r.get("baseline") else ""), str(len(r.get("seeds") or [])),
+             "-" if r.get("planned") is None else str(r["planned"]), r.get("why") or r.get("stopped") or "going on"]
+            for r in state.get("rows", [])]
+    return headers, body
+
+
+def strategy_notes(report) -> list:
+    s = (report.sweep.strategy or {}).get("settings", {})
+    size = f"{s['test_size']} test sentences" if s.get("test_size") else "this test set"
+    return [f"Seeds strategy (hydra/sweeper=posenc_seeds): every row ran {s.get('pilot_seeds')} pilot seeds, then "
+            f"batches of up to {s.get('batch_seeds')} more, planned after each batch for |Δ| = {s.get('effect')} "
+            f"BLEU at {size} against {s.get('baseline')} from the variance of the seeds it had (never the observed "
+            f"Δ), until its plan or max_seeds = {s.get('max_seeds')}. A baseline row runs the seeds of the rows "
+            "compared with it."]
+
+
 def render_report(report, fmt: str = "md", title: bool = False) -> str:
     if fmt == "csv":
         return csv_text(as_dicts(report)) + "".join(f"# {n}\n" for n in status_notes(report))
@@ -303,6 +323,8 @@ def render_report(report, fmt: str = "md", title: bool = False) -> str:
              _block(fmt, *length_table(report), length_notes(report), left)]
     if report.settings.power and power_table(report)[1]:
         parts.append(_block(fmt, *power_table(report), power_notes(report), left))
+    if report.sweep.strategy:
+        parts.append(_block(fmt, *strategy_table(report), strategy_notes(report)))
     if status:
         parts.append("".join(prefix + (latex_escape(s) if fmt == "latex" else s) + "\n" for s in status))
     return "\n".join(parts)

@@ -44,6 +44,7 @@ class Settings:
     effect: float = power_mod.DEFAULT_EFFECT  # the |Δ| seeds_needed is for (BLEU)
     test_size: int = None                     # sentences seeds_needed plans for; None: this test set
     primary: str = "bleu"                     # the question `verdict` answers: one of PRIMARIES
+    sentence_test: bool = True                # False: no sacreBLEU sentence-only test (p_value); a plan needs none
 
     @property
     def samples(self) -> int:
@@ -212,22 +213,30 @@ def _scores(row: Row, has_long: bool) -> None:
     v["time_capped"] = [c.record.get("seed") for c in row.ok_cells() if time_capped(c.record)]
 
 
-def _significance(rows, split, base_key, base_value, settings):
-    """Δ, sacreBLEU's sentence-only p and the verdict over seeds of every row against its baseline
-    on one split, for BLEU and chrF++; returns the sentence-only test's signature."""
-    suffix = field("", split)
+def baselines(rows, baseline) -> dict:
+    """``{id(row): its baseline row}`` (the row itself for a baseline, None where its group has
+    none): the row with the same identity but ``baseline``'s key at ``baseline``'s value."""
+    base_key, base_value = baseline
     by_group = {}
     for row in rows:
         rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)
         by_group.setdefault(rest, {})[row.identity.get(base_key)] = row
+    return {id(row): by_group[tuple((k, v) for k, v in row.identity.items() if k != base_key)].get(base_value)
+            for row in rows}
+
+
+def _significance(rows, split, base_key, base_value, settings):
+    """Δ, sacreBLEU's sentence-only p and the verdict over seeds of every row against its baseline
+    on one split, for BLEU and chrF++; returns the sentence-only test's signature."""
+    suffix = field("", split)
+    bases = baselines(rows, (base_key, base_value))
     batches = {}
     for row in rows:
         v = row.values
         v[f"delta_bleu{suffix}"] = v[f"p_value{suffix}"] = v[f"delta_bleu_tested{suffix}"] = None
         v[f"delta_chrf{suffix}"] = None
         v[f"paired_seeds{suffix}"] = 0
-        rest = tuple((k, val) for k, val in row.identity.items() if k != base_key)
-        base = by_group[rest].get(base_value)
+        base = bases[id(row)]
         if base is row:
             v[f"p_note{suffix}"] = "baseline"
             continue
@@ -258,7 +267,7 @@ def _significance(rows, split, base_key, base_value, settings):
     def joined(row, paired):
         outs = [row.outputs[split][s] for s in paired]
         return [h for o in outs for h in o.hypotheses], [st for o in outs for st in o.stats]
-    for base, paired, members in batches.values():
+    for base, paired, members in batches.values() if settings.sentence_test else ():
         systems = {str(i): joined(row, paired) for i, row in enumerate(members)}
         options = base.outputs[split][paired[0]].options
         base_bleu, results, signature = paired_test(joined(base, paired), systems, options, settings.test,
@@ -268,7 +277,7 @@ def _significance(rows, split, base_key, base_value, settings):
             # What the test is about: BLEU of the concatenated outputs, not the mean over seeds (Δ).
             row.values[f"delta_bleu_tested{suffix}"] = results[str(i)].score - base_bleu
             row.values[f"paired_seeds{suffix}"] = len(paired)
-    _verdicts(rows, by_group, base_key, base_value, split, batches)
+    _verdicts(rows, split, batches)
     return signature
 
 
@@ -285,7 +294,7 @@ def own_verdict_column(metric: str = "bleu", split: str = "test") -> str:
     return "verdict_bleu" if (metric, split) == ("bleu", "test") else verdict_column("verdict", metric, split)
 
 
-def _verdicts(rows, by_group, base_key, base_value, split, batches):
+def _verdicts(rows, split, batches):
     """The seed test of every testable row, Holm over the rows sharing a baseline, the verdict."""
     tested = {id(row): (base, paired) for base, paired, members in batches.values() for row in members}
     for metric in VERDICT_METRICS:
@@ -330,13 +339,9 @@ def _primary(rows, primary: str) -> None:
 
 def _paper_deltas(rows, base_key, base_value):
     """The paper's own Δ beside a row whose paper measured the same comparison as its baseline."""
-    by_group = {}
+    bases = baselines(rows, (base_key, base_value))
     for row in rows:
-        rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)
-        by_group.setdefault(rest, {})[row.identity.get(base_key)] = row
-    for row in rows:
-        rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)
-        base = by_group[rest].get(base_value)
+        base = bases[id(row)]
         v = row.values
         v["paper_delta"] = None
         if base is not None and base is not row and v.get("paper_bleu") and base.values.get("paper_bleu") \

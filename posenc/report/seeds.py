@@ -44,9 +44,10 @@ class SeedsRule:
                     f"allowed: max_seeds >= pilot_seeds")
         return ""
 
-    def next(self, have: int, planned) -> Step:
+    def next(self, have: int, planned, shown: str = "") -> Step:
         """The next step of a row with ``have`` finished seeds (paired with its baseline's) whose
-        plan books ``planned`` seeds (an int), or None when there is no plan."""
+        plan books ``planned`` seeds (an int; ``shown``: how the table says it, e.g. ">1000"), or
+        None when no number of seeds reaches the power at this test size."""
         if have < self.pilot_seeds:
             return Step(self.pilot_seeds, "")
         if planned is None:
@@ -54,6 +55,6 @@ class SeedsRule:
         target = min(int(planned), self.max_seeds)
         if have >= target:
             if int(planned) > self.max_seeds:
-                return Step(have, MAX, f"stopped at max_seeds={self.max_seeds}; the plan books {planned}")
-            return Step(have, PLAN, f"its plan books {planned}")
+                return Step(have, MAX, f"stopped at max_seeds={self.max_seeds}; the plan books {shown or planned}")
+            return Step(have, PLAN, f"its plan books {shown or planned}")
         return Step(min(have + self.batch_seeds, target), "")

@@ -10,9 +10,10 @@ from hydra.experimental.callback import Callback
 
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.harness.run.signals import STOP
+from posenc.harness.sweep.seeds import strategy_settings
 from posenc.harness.sweep.summary import summarize
 from posenc.harness.tracking.wandb_run import log_sweep_table
-from posenc.report.table import sweep_end_report, write_sweep_tables
+from posenc.report.table import SWEEP_END, sweep_end_report, write_sweep_tables
 
 
 class SweepReport(Callback):
@@ -27,7 +28,9 @@ class SweepReport(Callback):
             return
         sweep = read_sweep(sweep_dir)
         try:
-            report = sweep_end_report(sweep)
+            # An adaptive sweep's table plans as its strategy planned; any other's with the defaults.
+            report = sweep_end_report(sweep, strategy_settings(sweep.strategy["settings"]) if sweep.strategy
+                                      else SWEEP_END)
             print(write_sweep_tables(report), flush=True)
             log_sweep_table(config, report)  # logger=wandb: the same table in the sweep's W&B group
         except SweepError as err:  # e.g. no cell reported at all: the summary line says so
@@ -35,3 +38,4 @@ class SweepReport(Callback):
         line, status = summarize(sweep, interrupted_by=STOP.exit_status())
         print(line, flush=True)
         SweepReport.exit_status = status
+

@@ -64,6 +64,10 @@ def summarize(sweep, interrupted_by: int = 0):
     if skipped:
         parts.append(f"{len(skipped)} skipped by design")
     line = f"{total} cells: " + ", ".join(parts)
+    if sweep.strategy:  # an adaptive sweep: each compared row's seeds and why it stopped
+        line += "; seeds strategy: " + "; ".join(
+            f"{r['row']} {len(r.get('seeds') or [])} seeds ({r.get('why') or 'going on'})"
+            for r in sweep.strategy.get("rows", []) if not r.get("baseline"))
     if interrupted_by:
         status = interrupted_by
     elif failed or interrupted or running or missing:
