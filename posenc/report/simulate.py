@@ -193,7 +193,8 @@ STOPS = ("", "plan", "max_seeds", "no plan")     # the ``stopped`` codes of ``ad
 
 
 def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_sentences: int = None,
-             comparisons: int = 1000, seed: int = 0, interim: str = "booking", chunk: int = 100):
+             comparisons: int = 1000, seed: int = 0, interim: str = "booking", no_plan: str = "stop",
+             chunk: int = 100):
     """``comparisons`` sweeps of a row against its baseline run by the seeds strategy
     (``posenc.report.seeds.SeedsRule``): the pilot's seeds first, then after each batch the
     components of the seeds so far (``verdict.seed_parts``/``combine_parts``, ``split_variance``, as
@@ -204,8 +205,11 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
     each sweep's test set (default all: the test set the verdict runs on; fewer: a pilot's smaller
     test set planned for the whole with ``--test-size``). ``interim``: "booking" plans every look
     at the upper limit; "plug-in" books at the pilot's look only and plans later looks with the
-    seeds' spread as it is. Returns arrays: ``p``, ``delta``, ``seeds`` (the seeds the row ran),
-    ``stopped`` (index into STOPS), ``pilot_plan`` (the pilot's booking, -1: none)."""
+    seeds' spread as it is; "pilot" keeps the pilot's booking (no re-planning); "grow" re-plans but
+    never below an earlier booking. ``no_plan``: "stop" passes the rule None where no number of
+    seeds reaches the power; "continue" passes max_seeds + 1 (the row goes on to max_seeds).
+    Returns arrays: ``p``, ``delta``, ``seeds`` (the seeds the row ran), ``stopped`` (index into
+    STOPS), ``pilot_plan`` (the pilot's booking, -1: none)."""
     from dataclasses import replace
 
     from posenc.report import power as power_mod
@@ -223,7 +227,7 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
         parts = {"d": np.zeros((count, 0)), "i": np.zeros((count, 0, size))}
         if seen != size:
             parts.update({"d seen": np.zeros((count, 0)), "i seen": np.zeros((count, 0, seen))})
-        sweeps, looks = None, 0
+        sweeps, looks, booked = None, 0, np.zeros(count, dtype=int)
         while np.any(want > have):
             grow = int(want.max()) - parts["d"].shape[1]
             if grow > 0:
@@ -249,9 +253,17 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
                 sentence, shared = split_variance(var_test, var_test_seed, n)
                 comps = power_mod.Components(sd ** 2, sentence, shared, seen, n)
                 pilot = looks == 1
-                planned = power_mod.needed(plan_effect, comps.upper() if pilot or interim == "booking" else comps, size)
+                planned = power_mod.needed(plan_effect, comps if interim == "plug-in" and not pilot else comps.upper(),
+                                           size)
+                if no_plan == "continue":
+                    planned = np.where(planned < 0, rule.max_seeds + 1, planned)
                 if pilot:
                     out["pilot_plan"][start + index] = planned
+                    booked[index] = planned
+                elif interim == "pilot":
+                    planned = booked[index]
+                elif interim == "grow":
+                    booked[index] = planned = np.maximum(booked[index], planned)
                 for i, plan in zip(index, planned.tolist()):
                     step = rule.next(n, None if plan < 0 else plan)
                     want[i] = step.seeds
