@@ -3,7 +3,7 @@
 
 Systems are the references of a real corpus corrupted word by word (posenc.report.simulate), at a
 rate set per system and seed so that a system's corpus BLEU has the seed spread asked for; their
-sentence errors are partly shared (``--noise``, default "partly shared"). Three parts (``--only``):
+sentence errors are partly shared (``--noise``, default "partly shared"). Four parts (``--only``):
 
 - null: the false-positive rate at α = 0.05 of the verdict (guarded Welch-Satterthwaite df), of
   the same se on t(n - 1) (before issue 22), of plain Satterthwaite, and of today's * (sacreBLEU's
@@ -14,7 +14,12 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Three 
   with the seeds' own part 0, equal to and 4 times the sentence part; the power the booked seeds
   really deliver (the sweeps they book, simulated, and the test's power at the world's true
   components, measured by simulating the world at that size and Δ), its mean over the pilots, and
-  the median booking against the truth's plan; the same for the plug-in.
+  the median booking against the truth's plan; the same for the plug-in;
+- adaptive (not run by default): the seeds strategy (``posenc.report.seeds.SeedsRule``, pilot 3,
+  batches of 2) as a sweep runs it, in the planning part's worlds at 1 and 3 times the pilot's
+  sentences plus one where max_seeds binds: sweeps at Δ = 0 and at the planned Δ, re-planned after
+  every batch, tested by the verdict at the stop (``posenc.report.simulate.adaptive``); the
+  false-positive rate, the delivered power and the seeds used against the truth's plan.
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
 largest size must not exceed it.
