@@ -3,7 +3,7 @@
 
 Systems are the references of a real corpus corrupted word by word (posenc.report.simulate), at a
 rate set per system and seed so that a system's corpus BLEU has the seed spread asked for; their
-sentence errors are partly shared (``--noise``, default "partly shared"). Three parts (``--only``):
+sentence errors are partly shared (``--noise``, default "partly shared"). Four parts (``--only``):
 
 - null: the false-positive rate at α = 0.05 of the verdict (guarded Welch-Satterthwaite df), of
   the same se on t(n - 1) (before issue 22), of plain Satterthwaite, and of today's * (sacreBLEU's
@@ -14,7 +14,12 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Three 
   with the seeds' own part 0, equal to and 4 times the sentence part; the power the booked seeds
   really deliver (the sweeps they book, simulated, and the test's power at the world's true
   components, measured by simulating the world at that size and Δ), its mean over the pilots, and
-  the median booking against the truth's plan; the same for the plug-in.
+  the median booking against the truth's plan; the same for the plug-in;
+- adaptive (not run by default): the seeds strategy (``posenc.report.seeds.SeedsRule``, pilot 3,
+  batches of 2) as a sweep runs it, in the planning part's worlds at 1 and 3 times the pilot's
+  sentences plus one where max_seeds binds: sweeps at Δ = 0 and at the planned Δ, re-planned after
+  every batch, tested by the verdict at the stop (``posenc.report.simulate.adaptive``); the
+  false-positive rate, the delivered power and the seeds used against the truth's plan.
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
 largest size must not exceed it.
@@ -156,6 +161,47 @@ def planning_part(pool, noise, pilots, seed, direct=300):
     return table(header, rows), {f: worlds[(1.0, f)] for f in FACTORS}
 
 
+ADAPTIVE_FACTORS, ADAPTIVE_MAX, BINDING = (1, 3), 100, (1.0, 1, 6)   # BINDING: (ratio, factor, max_seeds)
+
+
+def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking"):
+    """The seeds strategy as a sweep runs it (``SeedsRule``, pilot 3, batches of 2): per world (as in
+    the planning part: the truth needs TRUTH_SEEDS at the planned size), ``comparisons`` sweeps at
+    Δ = 0 (false-positive rate) and as many at the planned Δ (delivered power, seeds used), against
+    the fixed design of the truth's plan. ``quick``: one world, for a test of the script."""
+    from posenc.report.seeds import SeedsRule
+    from posenc.report.simulate import STOPS, adaptive
+
+    sentence_n = world_parts(pool, noise, PILOT_SIZE, seed, sweeps=100)[0]
+    settings = [(r, f, ADAPTIVE_MAX) for r, f in itertools.product(RATIOS, ADAPTIVE_FACTORS)] + [BINDING]
+    rows = []
+    for i, (ratio, factor, most) in enumerate(settings[:1] if quick else settings):
+        size, seed_var, effect = PILOT_SIZE * factor, ratio * sentence_n, 0.0
+        for _ in range(2):
+            sentence, shared = world_parts(pool, noise, size, seed + factor, effect, sweeps=100)
+            effect = effect_needing(TRUTH_SEEDS, seed_var + sentence, shared, size)
+        truth_plan = int(power_mod.plan(effect, seed_var + sentence, shared, size))
+        seed_sd = float(np.sqrt(ratio * sentence_n / 2))   # per system: d_s holds two systems' seeds
+        rule = SeedsRule(pilot_seeds=3, max_seeds=most, batch_seeds=2)
+        null, alt = (adaptive(pool, Setting(0, size, seed_sd, delta, noise), rule, effect, PILOT_SIZE, comparisons,
+                              seed=seed + 10 * i + k, interim=interim) for k, delta in enumerate((0.0, effect)))
+        used = alt["seeds"]
+        cells = [f"{ratio:g}", f"{PILOT_SIZE} → {size}", f"{effect:.2f}", str(truth_plan), str(most), str(comparisons),
+                 f"{np.mean(null['p'] < 0.05):.3f}", f"{np.mean(alt['p'] < 0.05):.3f}",
+                 f"{used.mean():.1f}", " / ".join(f"{q:.0f}" for q in np.quantile(used, (0.1, 0.5, 0.9))),
+                 f"{used.mean() / truth_plan:.1f}x", f"{null['seeds'].mean():.1f}",
+                 f"{np.median(alt['pilot_plan'][alt['pilot_plan'] > 0]):.0f}",
+                 f"{np.mean(alt['stopped'] == STOPS.index('max_seeds')):.2f}",
+                 f"{np.mean(alt['stopped'] == STOPS.index('no plan')):.2f}"]
+        rows.append(cells)
+        print(" | ".join(cells), flush=True)
+    header = ["seeds' part / sentence part", "sentences (plan sees → verdict's)", "Δ (truth needs 6)",
+              "fixed design: truth's plan", "max_seeds", "sweeps per Δ", "false-positive rate (Δ = 0)",
+              "delivered power (Δ)", "mean seeds (Δ)", "seeds 10% / 50% / 90% (Δ)", "mean / fixed design",
+              "mean seeds (Δ = 0)", "pilot's booking (median)", "stopped at max_seeds", "stopped: no plan"]
+    return table(header, rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("references", type=Path, help="one reference sentence a line, plain or .gz")
@@ -166,17 +212,25 @@ def main():
     parser.add_argument("--star", type=int, default=100, help="of those, with today's * (slow; default 100)")
     parser.add_argument("--alt", type=int, default=2000, help="comparisons per power setting (default 2000)")
     parser.add_argument("--pilots", type=int, default=2000, help="pilots per planning setting (default 2000)")
-    parser.add_argument("--only", default="null,effects,planning", help="parts to run (default all three)")
+    parser.add_argument("--adaptive", type=int, default=600,
+                        help="sweeps per Δ and world of the adaptive part (default 600)")
+    parser.add_argument("--interim", choices=("booking", "plug-in", "pilot", "grow"), default="booking",
+                        help="the adaptive part's plan after the pilot (simulate.adaptive; default booking)")
+    parser.add_argument("--quick", action="store_true", help="the adaptive part's first world only (a test)")
+    parser.add_argument("--only", default="null,effects,planning",
+                        help="parts to run, of null, effects, planning, adaptive (default the first three)")
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                         help="the null part's seed counts (default 3,5,10; to split the study over processes)")
     args = parser.parse_args()
     started = time.perf_counter()
     refs = read_references(args.references, args.pool)
-    if len(refs) < max(SIZES):
-        sys.exit(f"calibrate_significance: {args.references} has {len(refs)} sentences; {max(SIZES)} are needed")
+    parts = set(args.only.split(","))
+    needed = max(SIZES) if parts - {"adaptive"} else PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS))
+    if len(refs) < needed:
+        sys.exit(f"calibrate_significance: {args.references} has {len(refs)} sentences; {needed} are needed")
     pool = Pool.build(refs, RATES, draws=3, seed=0)
     built = time.perf_counter() - started
-    parts, lines = set(args.only.split(",")), []
+    lines = []
     if "null" in parts:
         lines += [f"## False-positive rate under the null (α = 0.05), {args.noise} errors", "",
                   *null_part(pool, args.noise, args.null, args.star, 1000,
@@ -191,6 +245,9 @@ def main():
                   "test size: " + "; ".join(f"{PILOT_SIZE * f}: Δ {e:.2f}, spread {sp:.3f}, shared {h:.3f}"
                                             for f, (e, sp, h) in truth.items()),
                   "", *plans, ""]
+    if "adaptive" in parts:
+        lines += [f"## The seeds strategy, adaptive stop included, {args.noise} errors, interim: {args.interim}", "",
+                  *adaptive_part(pool, args.noise, args.adaptive, 12000, args.quick, args.interim), ""]
     wall = time.perf_counter() - started
     head = ["- Command: `OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/calibrate_significance.py "
             + " ".join(sys.argv[1:]) + "`",

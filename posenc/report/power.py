@@ -93,6 +93,16 @@ def t_critical(df) -> np.ndarray:
     return np.interp(np.log(np.maximum(df, 1.0)), log_df, table)
 
 
+@cache
+def _chi2_table():
+    """chi2.ppf(_QUANTILES, df) / df for whole df below MAX_SEEDS (row df): the plans of the
+    adaptive calibration evaluate it at every look of thousands of rows."""
+    from scipy import stats as scipy_stats
+
+    df = np.maximum(np.arange(MAX_SEEDS), 1)[:, None]
+    return scipy_stats.chi2.ppf(_QUANTILES, df) / df
+
+
 def power_of(effect, seeds, spread, shared, sentences) -> np.ndarray:
     """The test's power for arrays that broadcast: ``seeds`` paired seeds, d_s variance ``spread``
     and shared variance ``shared`` at ``sentences`` test sentences."""
@@ -100,7 +110,9 @@ def power_of(effect, seeds, spread, shared, sentences) -> np.ndarray:
 
     seeds, spread, shared = (np.asarray(x, dtype=float)[..., None] for x in (seeds, spread, shared))
     df = np.maximum(seeds - 1, 1)
-    s2 = spread * scipy_stats.chi2.ppf(_QUANTILES, df) / df      # s_d² as the test will see it
+    whole = np.all((df == np.round(df)) & (df < MAX_SEEDS))
+    ratio = _chi2_table()[df[..., 0].astype(int)] if whole else scipy_stats.chi2.ppf(_QUANTILES, df) / df
+    s2 = spread * ratio                                           # s_d² as the test will see it
     se = np.sqrt(s2 / seeds + shared)
     critical = t_critical(degrees_of_freedom(s2 / seeds, shared, seeds, sentences, guard_factor(seeds)))
     truth = np.sqrt(shared + spread / seeds)                      # sd of Δ
@@ -130,12 +142,17 @@ def plan(effect, spread, shared, sentences, target: float = POWER) -> np.ndarray
     return np.where(reached, high, -1)
 
 
+def needed(effect: float, components: Components, sentences: int = None, target: float = POWER) -> np.ndarray:
+    """``seeds_needed`` for many pilots' components (arrays) at once: -1 where it says None."""
+    spread, shared = components.at(sentences)
+    return plan(effect, spread, shared, sentences or components.sentences, target)
+
+
 def seeds_needed(effect: float, components: Components, sentences: int = None, target: float = POWER):
     """The plug-in plan: the fewest seeds with power ``target`` if the pilot's components were the
     truth; None when even MAX_SEEDS do not reach it."""
-    spread, shared = components.at(sentences)
-    needed = int(plan(effect, spread, shared, sentences or components.sentences, target))
-    return None if needed < 0 else needed
+    seeds = int(needed(effect, components, sentences, target))
+    return None if seeds < 0 else seeds
 
 
 def booking(effect: float, components: Components, sentences: int = None, target: float = POWER):

@@ -102,30 +102,51 @@ KEYS = ("delta", "p", "p_before", "p_plain", "ci_low", "ci_high", "p_star", "see
         "var_test_seed")
 
 
-def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator) -> np.ndarray:
+@dataclass(frozen=True)
+class Sweeps:
+    """What the seeds of each of many sweeps share: its test set (indices into the pool) and, per
+    sentence, the noise model's kind and the draws shared across both systems or a system's seeds."""
+    sentences: np.ndarray    # (count, size)
+    kind: np.ndarray         # (count, 1, 1, size)
+    uniform: np.ndarray      # (count, 1 or 2, 1, size): the shared draw of the grid rate
+    draw: np.ndarray         # (count, 1 or 2, 1, size): the shared corruption
+
+    def take(self, index) -> "Sweeps":
+        return Sweeps(self.sentences[index], self.kind[index], self.uniform[index], self.draw[index])
+
+
+def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator, sweeps: Sweeps = None):
     """Per-sentence statistics of ``count`` sweeps, ``(count, 2 systems, seeds, sentences, k)``:
-    system 0 the baseline, 1 the row. Each sweep's test set is ``sentences`` distinct sentences of
-    the pool (the pool's own when it has as many)."""
+    system 0 the baseline, 1 the row, and their ``Sweeps``. Each sweep's test set is ``sentences``
+    distinct sentences of the pool (the pool's own when it has as many). Given ``sweeps`` (one per
+    sweep), the seeds are more seeds of those sweeps: the same test sets and shared draws."""
     n, size, available = setting.seeds, setting.sentences, pool.stats.shape[2]
-    if size > available:
-        raise ValueError(f"{size} test sentences asked for; the pool has {available} distinct ones")
-    sentences = (np.broadcast_to(np.arange(size), (count, size)) if size == available
-                 else np.argsort(rng.random((count, available)), axis=1)[:, :size])
     across, within = NOISE[setting.noise]
-    kind = rng.random((count, 1, 1, size))
-    uniform = np.where(kind < across, rng.random((count, 1, 1, size)),
-                       np.where(kind < across + within, rng.random((count, 2, 1, size)),
-                                rng.random((count, 2, n, size))))
     draws = pool.stats.shape[1]
-    draw = np.where(kind < across, rng.integers(0, draws, (count, 1, 1, size)),
-                    np.where(kind < across + within, rng.integers(0, draws, (count, 2, 1, size)),
-                             rng.integers(0, draws, (count, 2, n, size))))
+    if sweeps is None:
+        if size > available:
+            raise ValueError(f"{size} test sentences asked for; the pool has {available} distinct ones")
+        sentences = (np.broadcast_to(np.arange(size), (count, size)) if size == available
+                     else np.argsort(rng.random((count, available)), axis=1)[:, :size])
+        kind = rng.random((count, 1, 1, size))
+        u_across, u_within = rng.random((count, 1, 1, size)), rng.random((count, 2, 1, size))
+    else:
+        count = len(sweeps.sentences)
+    u_fresh = rng.random((count, 2, n, size))
+    if sweeps is None:
+        d_across, d_within = rng.integers(0, draws, (count, 1, 1, size)), rng.integers(0, draws, (count, 2, 1, size))
+    d_fresh = rng.integers(0, draws, (count, 2, n, size))
+    if sweeps is None:
+        sweeps = Sweeps(sentences, kind, np.where(kind < across, u_across, u_within),
+                        np.where(kind < across, d_across, d_within))
+    fresh = sweeps.kind >= across + within
+    uniform, draw = np.where(fresh, u_fresh, sweeps.uniform), np.where(fresh, d_fresh, sweeps.draw)
     bleus = setting.base_bleu + setting.effect * np.arange(2)[None, :, None] + \
         setting.seed_sd * rng.standard_normal((count, 2, n))
     position = np.interp(pool.rate_for(bleus), pool.rates, np.arange(len(pool.rates)))[..., None]   # (c, 2, n, 1)
     low = np.floor(position).astype(int)
     grid = np.where(uniform < position - low, np.minimum(low + 1, len(pool.rates) - 1), low)
-    return pool.stats[grid, draw, sentences[:, None, None, :]]
+    return pool.stats[grid, draw, sweeps.sentences[:, None, None, :]], sweeps
 
 
 def simulate(pool: Pool, setting: Setting, comparisons: int, seed: int = 0, star_comparisons: int = 0,
@@ -146,7 +167,7 @@ def simulate(pool: Pool, setting: Setting, comparisons: int, seed: int = 0, star
     star_counts = resample_counts(n * size, star_resamples, seed=seed + 2) if star_comparisons else None
     for start in range(0, comparisons, step):
         part = slice(start, min(start + step, comparisons))
-        stats = _outputs(pool, setting, part.stop - part.start, rng)
+        stats = _outputs(pool, setting, part.stop - part.start, rng)[0]
         delta, sd, var_test, var_test_seed = test_parts(stats[:, 1], stats[:, 0], {})
         p, se, df = p_values(delta, sd, var_test, var_test_seed, n, size)
         half = scipy_stats.t.ppf(1 - ALPHA / 2, df) * se
@@ -166,3 +187,90 @@ def rejection_rate(p_values, alpha: float = ALPHA) -> float:
     p_values = np.asarray(p_values)
     p_values = p_values[~np.isnan(p_values)]
     return float(np.mean(p_values < alpha)) if len(p_values) else float("nan")
+
+
+STOPS = ("", "plan", "max_seeds", "no plan")     # the ``stopped`` codes of ``adaptive``: an index into this
+
+
+def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_sentences: int = None,
+             comparisons: int = 1000, seed: int = 0, interim: str = "booking", no_plan: str = "stop",
+             chunk: int = 100):
+    """``comparisons`` sweeps of a row against its baseline run by the seeds strategy
+    (``posenc.report.seeds.SeedsRule``): the pilot's seeds first, then after each batch the
+    components of the seeds so far (``verdict.seed_parts``/``combine_parts``, ``split_variance``, as
+    the report takes them from its ``SeedTest``) plan the comparison for ``plan_effect`` at
+    ``setting.sentences`` (``power.needed`` of the components at their upper limit: ``booking``),
+    ``rule.next`` decides, and at the stop the verdict's test (``verdict.p_values``) runs on every
+    seed the row ran. ``setting.seeds`` is not used. The plan sees the first ``plan_sentences`` of
+    each sweep's test set (default all: the test set the verdict runs on; fewer: a pilot's smaller
+    test set planned for the whole with ``--test-size``). ``interim``: "booking" plans every look
+    at the upper limit; "plug-in" books at the pilot's look only and plans later looks with the
+    seeds' spread as it is; "pilot" keeps the pilot's booking (no re-planning); "grow" re-plans but
+    never below an earlier booking. ``no_plan``: "stop" passes the rule None where no number of
+    seeds reaches the power; "continue" passes max_seeds + 1 (the row goes on to max_seeds).
+    Returns arrays: ``p``, ``delta``, ``seeds`` (the seeds the row ran), ``stopped`` (index into
+    STOPS), ``pilot_plan`` (the pilot's booking, -1: none)."""
+    from dataclasses import replace
+
+    from posenc.report import power as power_mod
+    from posenc.report.verdict import combine_parts, seed_parts, split_variance
+
+    rng = np.random.default_rng(seed)
+    size = setting.sentences
+    seen = plan_sentences or size
+    out = {k: np.full(comparisons, np.nan) for k in ("p", "delta")}
+    out.update({k: np.zeros(comparisons, dtype=int) for k in ("seeds", "stopped", "pilot_plan")})
+    for start in range(0, comparisons, chunk):
+        count = min(chunk, comparisons - start)
+        have, want = np.zeros(count, dtype=int), np.full(count, rule.next(0, None).seeds)
+        # Per seed: d_s and its sentences' influence on the whole test set, and on the sentences the plan sees.
+        parts = {"d": np.zeros((count, 0)), "i": np.zeros((count, 0, size))}
+        if seen != size:
+            parts.update({"d seen": np.zeros((count, 0)), "i seen": np.zeros((count, 0, seen))})
+        sweeps, looks, booked = None, 0, np.zeros(count, dtype=int)
+        while np.any(want > have):
+            grow = int(want.max()) - parts["d"].shape[1]
+            if grow > 0:
+                parts = {k: np.concatenate([v, np.zeros(v.shape[:1] + (max(grow, v.shape[1]),) + v.shape[2:])], 1)
+                         for k, v in parts.items()}
+            for got, add in sorted(set(zip(have[want > have].tolist(), (want - have)[want > have].tolist()))):
+                index = np.flatnonzero((have == got) & (want - have == add))
+                stats, made = _outputs(pool, replace(setting, seeds=add), len(index), rng,
+                                       None if sweeps is None else sweeps.take(index))
+                sweeps = made if sweeps is None else sweeps
+                row, base = stats[:, 1], stats[:, 0]
+                new = got + np.arange(add)
+                parts["d"][index[:, None], new], parts["i"][index[:, None], new] = seed_parts(row, base, {})
+                if seen != size:
+                    parts["d seen"][index[:, None], new], parts["i seen"][index[:, None], new] = \
+                        seed_parts(row[..., :seen, :], base[..., :seen, :], {})
+            have = want.copy()
+            looks += 1
+            for n in sorted(set(have.tolist())):
+                index = np.flatnonzero(have == n)
+                key = "" if seen == size else " seen"
+                _, sd, var_test, var_test_seed = combine_parts(parts["d" + key][index, :n], parts["i" + key][index, :n])
+                sentence, shared = split_variance(var_test, var_test_seed, n)
+                comps = power_mod.Components(sd ** 2, sentence, shared, seen, n)
+                pilot = looks == 1
+                planned = power_mod.needed(plan_effect, comps if interim == "plug-in" and not pilot else comps.upper(),
+                                           size)
+                if no_plan == "continue":
+                    planned = np.where(planned < 0, rule.max_seeds + 1, planned)
+                if pilot:
+                    out["pilot_plan"][start + index] = planned
+                    booked[index] = planned
+                elif interim == "pilot":
+                    planned = booked[index]
+                elif interim == "grow":
+                    booked[index] = planned = np.maximum(booked[index], planned)
+                for i, plan in zip(index, planned.tolist()):
+                    step = rule.next(n, None if plan < 0 else plan)
+                    want[i] = step.seeds
+                    out["stopped"][start + i] = STOPS.index(step.stopped)
+        for n in sorted(set(have.tolist())):
+            index = np.flatnonzero(have == n)
+            delta, sd, var_test, var_test_seed = combine_parts(parts["d"][index, :n], parts["i"][index, :n])
+            out["p"][start + index] = p_values(delta, sd, var_test, var_test_seed, n, size)[0]
+            out["delta"][start + index], out["seeds"][start + index] = delta, n
+    return out

@@ -114,15 +114,26 @@ def degrees_of_freedom(seed_part, shared, seeds, sentences, guard=None):
     return np.where(upper + shared > 0, df, nu_seeds)
 
 
+def seed_parts(row: np.ndarray, base: np.ndarray, options: dict, metric: str = "bleu"):
+    """``(d_s, influence of d_s)`` per paired seed: the corpus-score differences ``(..., n)`` and each
+    sentence's influence on them ``(..., n, N)``, of ``row`` and ``base`` ``(..., n seeds, N sentences, k)``.
+    Seeds that arrive in batches (the adaptive calibration) are scored once and joined on the seed axis."""
+    score = SCORERS[metric]
+    diffs = score(row.sum(-2, dtype=np.float64), options) - score(base.sum(-2, dtype=np.float64), options)
+    return diffs, influence(row, options, metric) - influence(base, options, metric)
+
+
+def combine_parts(diffs: np.ndarray, per_seed: np.ndarray):
+    """``(delta, sd_diff, var_test, var_test_seed)`` from ``seed_parts`` over n seeds."""
+    n, sentences = per_seed.shape[-2], per_seed.shape[-1]
+    sd = diffs.std(-1, ddof=1) if n > 1 else np.zeros(diffs.shape[:-1])
+    return (diffs.mean(-1), sd, sentences * per_seed.mean(-2).var(-1), sentences * per_seed.var(-1).mean(-1))
+
+
 def test_parts(row: np.ndarray, base: np.ndarray, options: dict, metric: str = "bleu"):
     """``(delta, sd_diff, var_test, var_test_seed)`` of rows against baselines, arrays over the
     leading axes of ``row`` and ``base`` ``(..., n seeds, N sentences, k)``."""
-    score = SCORERS[metric]
-    n, sentences = row.shape[-3], row.shape[-2]
-    diffs = score(row.sum(-2, dtype=np.float64), options) - score(base.sum(-2, dtype=np.float64), options)
-    sd = diffs.std(-1, ddof=1) if n > 1 else np.zeros(diffs.shape[:-1])
-    per_seed = influence(row, options, metric) - influence(base, options, metric)   # (..., n, N)
-    return (diffs.mean(-1), sd, sentences * per_seed.mean(-2).var(-1), sentences * per_seed.var(-1).mean(-1))
+    return combine_parts(*seed_parts(row, base, options, metric))
 
 
 def p_values(delta, sd_diff, var_test, var_test_seed, n: int, sentences: int, df=None, guard=None):
