@@ -304,7 +304,9 @@ def strategy_notes(report) -> list:
             f"batches of up to {s.get('batch_seeds')} more, planned after each batch for |Δ| = {s.get('effect')} "
             f"BLEU at {size} against {s.get('baseline')} from the variance of the seeds it had (never the observed "
             f"Δ), until its plan or max_seeds = {s.get('max_seeds')}. A baseline row runs the seeds of the rows "
-            "compared with it."]
+            "compared with it. The stop selects on the seeds' spread, and the procedure does not yet hold the "
+            "verdict's level in every setting (results/significance_calibration.md): read a better or worse of "
+            "this table as a lead, and confirm it with a fixed-seed sweep of the seeds it ran."]
 
 
 def render_report(report, fmt: str = "md", title: bool = False) -> str:

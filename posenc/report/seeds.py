@@ -25,6 +25,9 @@ from dataclasses import dataclass
 PLAN = "plan"            # the row has the seeds its plan books
 MAX = "max_seeds"        # the plan wants more than max_seeds
 NO_PLAN = "no plan"      # no number of seeds reaches the power at this test size (or beyond MAX_SEEDS)
+# Stops the sweeper sees before the rule (a row's cells, not its plan):
+UNTESTABLE = "untestable"      # its pilot finished, but the report cannot compare it with its baseline
+CELLS_FAILED = "cells failed"  # not enough of its cells finished to reach the seeds it wants
 
 
 @dataclass(frozen=True)

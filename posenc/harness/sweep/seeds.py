@@ -32,7 +32,7 @@ from posenc.cells.sweep import read_sweep
 from posenc.harness.run.signals import STOP
 from posenc.report.power import DEFAULT_EFFECT, MAX_SEEDS
 from posenc.report.rows import Settings, baselines, parse_baseline
-from posenc.report.seeds import SeedsRule
+from posenc.report.seeds import CELLS_FAILED, UNTESTABLE, SeedsRule
 from posenc.report.table import reports_of
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ class SeedsSweeper(Sweeper):
             paired = [s for s in row.ok_seeds if s in row.base.ok_seeds]
             row.planned, untestable = planned.get(id(row), (None, ""))
             if len(paired) >= self.rule.pilot_seeds and id(row) not in planned:
-                row.stopped, row.why = "untestable", untestable or "no comparison with its baseline"
+                row.stopped, row.why = UNTESTABLE, untestable or "no comparison with its baseline"
                 continue
             step = self.rule.next(len(paired), *booked(row.planned))
             row.stopped, row.why = step.stopped, step.why
@@ -187,7 +187,7 @@ class SeedsSweeper(Sweeper):
                 continue
             seeds = [s for s in range(1, limit + 1) if s in paired or s not in row.tried][:step.seeds]
             if len(seeds) < step.seeds:
-                row.stopped, row.why = "failed", f"its cells failed: {len(paired)} paired seeds of {step.seeds}"
+                row.stopped, row.why = CELLS_FAILED, f"its cells failed: {len(paired)} paired seeds of {step.seeds}"
                 continue
             wanted[id(row)].update(s for s in seeds if s not in row.ok_seeds)
             wanted[id(row.base)].update(s for s in seeds if s not in row.base.ok_seeds)
