@@ -214,8 +214,9 @@ def test_a_cell_longer_than_its_time_limit_finishes_by_itself(root, corpus, with
 
 def test_scontrol_requeue_resumes_the_cell_from_its_checkpoint(root, corpus, without_requeue_delay):
     sweep = root / "requeue"
-    # Two epochs: the requeue lands in the first, the resumed job trains the rest.
-    proc = start(root, sweep, "budget=smoke", "budget.max_epoch=2", "budget.max_update=0", "placement=none", "seed=1")
+    # Three epochs: the requeue lands once the first is under way and the resumed job has training left
+    # (with two, a requeue late in the last epoch left nothing to resume: the cell was scored as finished).
+    proc = start(root, sweep, "budget=smoke", "budget.max_epoch=3", "budget.max_update=0", "placement=none", "seed=1")
     cell_log = lambda: next(sweep.glob("*/train.log"), None)  # noqa: E731
     wait_for(lambda: cell_log() and '"train_inner"' in cell_log().read_text() or
              cell_log() and '"epoch": 1' in cell_log().read_text(), what="training under way")
