@@ -149,7 +149,7 @@ class SeedsSweeper(Sweeper):
         rows = []
         for job in jobs:
             values = dict(line.split("=", 1) for line in job)
-            swept = {k.lstrip("+~"): v for k, v in values.items() if len({j_value(j, k) for j in jobs}) > 1}
+            swept = {k.lstrip("+~"): v for k, v in values.items() if len({value_in(j, k) for j in jobs}) > 1}
             label = ",".join(f"{k}={v}" for k, v in swept.items()) or "the one row"
             rows.append(RowState(list(job), label, baseline=str(values.get(base_key, "")) == str(base_value)))
         for row in rows:
@@ -166,12 +166,17 @@ class SeedsSweeper(Sweeper):
 
     # --- deciding each batch -------------------------------------------------------------------------
 
+    @property
+    def seed_limit(self) -> int:
+        """The highest seed number a row may reach, failed cells included: no endless retrying."""
+        return 2 * self.rule.max_seeds + self.rule.pilot_seeds
+
     def next_batch(self, rows, sweep_dir: Path, settings: Settings, naming, parser) -> list:
         """``[(row, seed), ...]`` to run next; [] when every row stopped."""
         sweep = read_sweep(sweep_dir)
         ok = {c.name for c in sweep.cells if is_ok(c.record)}
         planned = self.plans(sweep, rows, settings, naming, parser)
-        limit = 2 * self.rule.max_seeds + self.rule.pilot_seeds   # failures included: no endless retrying
+        limit = self.seed_limit
         for row in rows:
             row.ok_seeds = [s for s in range(1, limit + 1) if row.dirname(s, naming, parser) in ok]
         wanted = {id(row): set() for row in rows}
@@ -209,7 +214,7 @@ class SeedsSweeper(Sweeper):
             return {}
         (report,) = reports_of([sweep], replace(settings, sentence_test=False))  # the plan needs no sentence-only test
         by_dir = {row.dirname(s, naming, parser): row for row in rows
-                  for s in range(1, 2 * self.rule.max_seeds + self.rule.pilot_seeds + 1)}
+                  for s in range(1, self.seed_limit + 1)}
         bases = baselines(report.rows, settings.baseline)
         out = {}
         for report_row in report.rows:
@@ -248,7 +253,8 @@ def booked(planned) -> tuple:
     return None, ""
 
 
-def j_value(job, key):
+def value_in(job, key):
+    """The value a job's ``key=value`` lines give ``key`` (None without one)."""
     return next((line.split("=", 1)[1] for line in job if line.split("=", 1)[0] == key), None)
 
 
