@@ -175,10 +175,10 @@ class SeedsSweeper(Sweeper):
         """``[(row, seed), ...]`` to run next; [] when every row stopped."""
         sweep = read_sweep(sweep_dir)
         ok = {c.name for c in sweep.cells if is_ok(c.record)}
-        planned = self.plans(sweep, rows, settings, naming, parser)
         limit = self.seed_limit
-        for row in rows:
+        for row in rows:  # (names every row's cells up to the limit, which the plans look up)
             row.ok_seeds = [s for s in range(1, limit + 1) if row.dirname(s, naming, parser) in ok]
+        planned = self.plans(sweep, rows, settings)
         wanted = {id(row): set() for row in rows}
         for row in (r for r in rows if r.base is not None):
             paired = [s for s in row.ok_seeds if s in row.base.ok_seeds]
@@ -207,14 +207,13 @@ class SeedsSweeper(Sweeper):
                     batch.append((row, seed))
         return batch
 
-    def plans(self, sweep, rows, settings, naming, parser) -> dict:
+    def plans(self, sweep, rows, settings) -> dict:
         """``{id(row): (seeds_needed, "")}`` from the report of the sweep as it stands, for rows
         whose comparison is testable; ``(None, why not)`` for the others that have cells."""
         if not sweep.cells:
             return {}
         (report,) = reports_of([sweep], replace(settings, sentence_test=False))  # the plan needs no sentence-only test
-        by_dir = {row.dirname(s, naming, parser): row for row in rows
-                  for s in range(1, self.seed_limit + 1)}
+        by_dir = {name: row for row in rows for name in row.dirnames.values()}
         bases = baselines(report.rows, settings.baseline)
         out = {}
         for report_row in report.rows:
