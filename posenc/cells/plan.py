@@ -27,6 +27,11 @@ PLAN_FILE = "multirun.yaml"
 # An adaptive sweep (``hydra/sweeper=posenc_seeds``) decides its cells as it goes: its plan is the
 # cells it has launched so far, which it keeps here with each row's seeds and why the row stopped.
 STRATEGY_FILE = "seeds_strategy.json"
+# The tune strategy (``hydra/sweeper=posenc_tune``) keeps its state here: each row's trials (cells
+# of their own, never scored on test), its best values, and the final cells that run them.
+TUNE_FILE = "tune_strategy.json"
+# Its Optuna studies, one per row: Optuna's journal file, which several processes share.
+STUDY_FILE = "tune_study.journal"
 
 
 @dataclass(frozen=True)
@@ -37,13 +42,15 @@ class PlannedCell:
 
 
 def read_strategy(sweep_dir: Path):
-    """An adaptive sweep's state (``STRATEGY_FILE``), or None for a sweep of a fixed grid."""
-    path = Path(sweep_dir) / STRATEGY_FILE
-    if not path.exists():
+    """An adaptive sweep's state (``STRATEGY_FILE`` or ``TUNE_FILE``; its ``strategy`` says which),
+    or None for a sweep of a fixed grid."""
+    path = next((Path(sweep_dir) / name for name in (STRATEGY_FILE, TUNE_FILE) if (Path(sweep_dir) / name).exists()),
+                None)
+    if path is None:
         return None
     state = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(state, dict) or not isinstance(state.get("cells"), list):
-        raise ValueError(f"{path}: not a seeds strategy's state (no list of cells)")
+        raise ValueError(f"{path}: not an adaptive sweep's state (no list of cells)")
     return state
 
 

@@ -64,6 +64,7 @@ class Record:
     decoder_pos: str = ""
     seed: int = None
     family: str = None
+    trial: int = None       # a tuning trial's number (hydra/sweeper=posenc_tune): validated, never scored on test
     # outcome
     status: str = RUNNING
     error: str = RUNNING_ERROR
@@ -91,6 +92,7 @@ class Record:
     generate_wall_s_test_long: float = None
     # training (fairseq's log)
     valid_ppl: float = None
+    valid_loss: float = None  # fairseq's validation loss of the best checkpoint: a tuning trial's objective
     num_updates: int = None
     epochs: int = None
     best_epoch: int = None
@@ -180,7 +182,8 @@ class Record:
 # Fields written only once a cell has them (the long split, training's details, the cell's timings).
 _ONLY_WHEN_SET = frozenset({*(n for n in Record.__dataclass_fields__ if n.endswith("_test_long")),
                             "bleu_options", "chrf_options", "chrf_signature", "generate_wall_s", "epochs",
-                            "best_epoch", "stopped_by", "device", "config_hash", "corpus", "cell_wall_s"})
+                            "best_epoch", "stopped_by", "device", "config_hash", "corpus", "cell_wall_s",
+                            "trial", "valid_loss"})
 # The fields a scored split has (``field(name, split)`` names them for another split).
 SPLIT_FIELDS = tuple(n[:-len("_test_long")] for n in Record.__dataclass_fields__ if n.endswith("_test_long"))
 
@@ -199,6 +202,10 @@ def is_ok(record) -> bool:
     return _status(record) == OK
 
 
+def is_failed(record) -> bool:
+    return _status(record) == FAILED
+
+
 def is_interrupted(record) -> bool:
     return _status(record) == INTERRUPTED
 
@@ -210,6 +217,12 @@ def is_running(record) -> bool:
 
 def is_pruned(record) -> bool:
     return _status(record) == PRUNED
+
+
+def is_trial(record) -> bool:
+    """A tuning trial's record (``trial`` set): it has a validation loss and no test scores."""
+    value = record.trial if isinstance(record, Record) else (record or {}).get("trial")
+    return value is not None
 
 
 def _status(record):

@@ -15,7 +15,7 @@ import yaml
 from posenc.cells import keys
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE, override_values, planned_cells, read_strategy
-from posenc.cells.record import read_result_why
+from posenc.cells.record import is_trial, read_result_why
 
 # Keys a record carries itself; any other key a sweep varies (``+model.args.dropout=0.1,0.2``,
 # ``budget=smoke,cpu``) becomes a column of its own, so its cells are never averaged together.
@@ -57,6 +57,7 @@ class Sweep:
     plan_values: dict = field(default_factory=dict)  # planned cell -> its overrides' values, in launch order
     plan_note: str = ""                             # why no plan was read, where one could not be
     strategy: dict = None                           # an adaptive sweep's state (rows, their seeds, why they stopped)
+    trials: list = field(default_factory=list)      # a tune strategy's trial cells: validated, never scored on test
 
     @property
     def label(self) -> str:
@@ -102,15 +103,23 @@ def read_sweep(sweep_dir) -> Sweep:
             continue
         values = planned[name].values if name in planned else {}
         overrides = _as_strings(values) if name in planned else _hydra_overrides(path.parent)
-        sweep.cells.append(Cell(name, path.parent, record, overrides, values))
+        # A tuning trial is not a cell of the sweep's table: its readers ask for ``trials``.
+        (sweep.trials if is_trial(record) else sweep.cells).append(Cell(name, path.parent, record, overrides, values))
     reported = {c.name for c in sweep.cells} | {name for name, _ in sweep.unreadable}
     for cell in plan or []:
         if cell.skip_reason:
             sweep.skipped.append((cell.dirname, cell.skip_reason))
         elif cell.dirname not in reported:
             sweep.missing.append(cell.dirname)
-    sweep.extra_keys = _varying_keys(sweep.cells)
+    sweep.extra_keys = _varying_keys(sweep.cells, tuned_keys(sweep.strategy))
     return sweep
+
+
+def tuned_keys(strategy) -> set:
+    """The keys a tune strategy chose per row (its search space): values of a row, not rows."""
+    if not strategy or strategy.get("strategy") != "tune":
+        return set()
+    return {key.lstrip("+~") for key in strategy.get("search_space") or {}}
 
 
 def _plan(sweep: Sweep):
@@ -150,6 +159,6 @@ def _hydra_overrides(job_dir: Path) -> dict:
         return {}
 
 
-def _varying_keys(cells) -> list:
-    swept = sorted({k for c in cells for k in c.overrides} - set(RECORD_KEYS) - keys.not_a_row())
+def _varying_keys(cells, tuned=frozenset()) -> list:
+    swept = sorted({k for c in cells for k in c.overrides} - set(RECORD_KEYS) - keys.not_a_row() - set(tuned))
     return [k for k in swept if len({c.overrides.get(k, "") for c in cells}) > 1]

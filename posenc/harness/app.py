@@ -19,6 +19,7 @@ from posenc.harness.launch import slurm_job
 from posenc.harness.launch.parallel import cell_resources
 from posenc.harness.run import signals
 from posenc.harness.run.lifecycle import run_cell
+from posenc.harness.run.pruning import trial_pruning
 from posenc.harness.sweep.report import SweepReport
 from posenc.harness.tracking.progress import CellProgress
 from posenc.kinds import grid_skip_reason
@@ -26,6 +27,8 @@ from posenc.kinds import grid_skip_reason
 
 def cell_label(cfg, hydra_cfg, planned: int) -> str:
     where = f"placement={cfg.placement} pe={cfg.pe} seed={cfg.seed} model={cfg.model.name}"
+    if cfg.get("trial") is not None:
+        where += f" trial={cfg.trial}"
     if hydra_cfg.mode != RunMode.MULTIRUN:
         return where
     return f"cell {hydra_cfg.job.num + 1}/{planned or '?'} {where}"
@@ -74,7 +77,8 @@ def run_job(cfg) -> None:
             # Cells side by side (joblib, submitit_local) share the cores; joblib cells get GPUs of their own.
             home = Path(hydra_cfg.sweep.dir) if multirun else job_dir
             with cell_resources(cfg, hydra_cfg.launcher, planned, home, say=progress.say) as child_env:
-                record = run_cell(cell, job_dir, progress, child_env)
+                pruning = trial_pruning(home, job_dir) if multirun and cell.is_trial else None
+                record = run_cell(cell, job_dir, progress, child_env, pruning)
     except (ConfigError, CorpusError) as err:
         # Refused before any training; one line, no traceback. A sweep records the cell as failed
         # and goes on: its summary line and exit status report it.

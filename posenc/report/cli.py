@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from posenc.cells.sweep import SweepError
+from posenc.cells.sweep import SweepError, read_sweep
 from posenc.report.buckets import BucketError, parse_edges
 from posenc.report.power import DEFAULT_EFFECT
-from posenc.report.render import FORMATS, render_reports
+from posenc.report.render import FORMATS, render_reports, render_trials
 from posenc.report.rows import PRIMARIES, ReportError, Settings, check_primary, parse_baseline
 from posenc.report.significance import TESTS
 from posenc.report.table import build_reports
@@ -44,6 +44,9 @@ def main(argv=None) -> int:
                         help="the question the verdict column (and the table's *) answers: "
                              f"{', '.join(PRIMARIES)} (default {Settings.primary}: BLEU on the test split); "
                              "the other verdicts are secondary")
+    parser.add_argument("--trials", action="store_true",
+                        help="a tune strategy's sweep (hydra/sweeper=posenc_tune): list every trial "
+                             "(its values, outcome, validation loss, cost) instead of the table")
     args = parser.parse_args(argv)
     try:
         if args.resamples < 0:
@@ -59,6 +62,13 @@ def main(argv=None) -> int:
                             edges=parse_edges(args.buckets) if args.buckets else None,
                             test=args.test, resamples=args.resamples, power=args.power, effect=args.effect,
                             test_size=args.test_size, primary=args.primary)
+        if args.trials:
+            sweeps = [read_sweep(Path(d)).require_cells() for d in args.sweep_dirs]
+            try:
+                print(render_trials(sweeps, args.format), end="")
+            except ValueError as err:
+                raise ReportError(str(err)) from None
+            return 0
         reports = build_reports(args.sweep_dirs, settings, check=bool(args.baseline))
         print(render_reports(reports, args.format), end="")
         if args.plots:

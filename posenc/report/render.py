@@ -11,6 +11,7 @@ from posenc.report.power import PLAN_LEVEL, POWER
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, verdict_column
 from posenc.report.significance import TESTS
+from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
 from posenc.report.verdict import ALPHA, BETTER, WORSE
 
 FORMATS = ("md", "csv", "latex")
@@ -325,10 +326,27 @@ def render_report(report, fmt: str = "md", title: bool = False) -> str:
              _block(fmt, *length_table(report), length_notes(report), left)]
     if report.settings.power and power_table(report)[1]:
         parts.append(_block(fmt, *power_table(report), power_notes(report), left))
-    if report.sweep.strategy:
+    if is_tuned(report.sweep):
+        parts.append(_block(fmt, *tune_table(report), tune_notes(report)))
+    elif report.sweep.strategy:
         parts.append(_block(fmt, *strategy_table(report), strategy_notes(report)))
     if status:
         parts.append("".join(prefix + (latex_escape(s) if fmt == "latex" else s) + "\n" for s in status))
+    return "\n".join(parts)
+
+
+def render_trials(sweeps, fmt: str = "md") -> str:
+    """``posenc-table --trials``: every tuning trial of each tune strategy's sweep."""
+    parts = []
+    for sweep in sweeps:
+        if not is_tuned(sweep):
+            raise ValueError(f"{sweep.dir}: not a tune strategy's sweep (hydra/sweeper=posenc_tune); it has no trials")
+        headers, body = trials_table(sweep)
+        if fmt == "csv":
+            parts.append(csv_text([dict(zip(headers, cells)) for cells in body]))
+        else:
+            title = f"% Trials of {sweep.dir}\n" if fmt == "latex" else f"### Trials of `{sweep.dir}`\n\n"
+            parts.append(title + _block(fmt, headers, body, []))
     return "\n".join(parts)
 
 

@@ -18,6 +18,7 @@ from posenc.report.references import paper_numbers
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, paired_test
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.testsets import TestSets
+from posenc.report.tuning import is_tuned, tuned_values
 from posenc.report.verdict import holm, seed_test, verdict
 
 BOOTSTRAP_CI_RESAMPLES = 1000
@@ -444,6 +445,8 @@ def as_dicts(report: Report) -> list:
     out = []
     for row in report.rows:
         d = {"sweep": row.sweep, **row.identity, "baseline": "=".join(report.settings.baseline)}
+        if is_tuned(report.sweep):  # a tune strategy's row: the values its study chose
+            d["tuned"] = tuned_values(report.sweep, row.cells)
         for k, val in row.values.items():
             d[k] = "; ".join(map(str, val)) if isinstance(val, list) else val
         out.append(d)

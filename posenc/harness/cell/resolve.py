@@ -18,6 +18,7 @@ from posenc.harness.cell.environment import added_environment
 from posenc.harness.cell.limits import RunLength, StepLimits, run_length, step_limits
 from posenc.harness.cell.precision import check_gpu_settings
 from posenc.harness.cell.spec import CellSpec, cell_spec
+from posenc.harness.errors import ConfigError
 from posenc.harness.hashing import Hashes, cell_hashes
 from posenc.harness.tracking.wandb_run import check_logger
 
@@ -56,6 +57,11 @@ class Cell:
     logger: dict            # the logger group (name, project, ...)
     hashes: Hashes          # config and training hashes, today's and before the optim group
     wandb_config: dict = None
+    trial: int = None       # a tuning trial's number: trained and validated, never scored on test
+
+    @property
+    def is_trial(self) -> bool:
+        return self.trial is not None
 
     @property
     def experiment(self) -> str:
@@ -69,6 +75,7 @@ class Cell:
         """The cell's record as it starts: ``running``, its identity and hash, no scores yet."""
         record = new_record(self.identity, job_dir, self.family)
         record.config_hash = self.hashes.config
+        record.trial = self.trial
         return record
 
 
@@ -95,7 +102,17 @@ def resolve_cell(cfg) -> Cell:
         generation=Generation(gen.beam, gen.batch_size, gen.max_len_a, gen.max_len_b, bool(gen.test_long)),
         data=cfg.data, cache_dir=Path(cfg.paths.cache_dir), keep_checkpoints=cfg.keep_checkpoints,
         redo=bool(cfg.get("redo", False)), logger=logger, hashes=cell_hashes(cfg),
-        wandb_config=_wandb_config(cfg) if logger.get("name") != "none" else None)
+        wandb_config=_wandb_config(cfg) if logger.get("name") != "none" else None, trial=_trial(cfg))
+
+
+def _trial(cfg):
+    value = cfg.get("trial")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"trial={value!r} is not allowed; allowed: null (a cell scored on test) or a tuning "
+                          "trial's number >= 0 (hydra/sweeper=posenc_tune sets it)")
+    return value
 
 
 def _wandb_config(cfg) -> dict:

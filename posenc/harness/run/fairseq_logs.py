@@ -127,7 +127,8 @@ def training_device(log_lines) -> str:
 def training_fields(log_lines) -> dict:
     """The training's fields of a cell's record, read from its finished train log."""
     summary = training_summary(log_lines)
-    return {"valid_ppl": summary["valid_ppl"], "num_updates": summary["num_updates"], "epochs": summary["epochs"],
+    return {"valid_ppl": summary["valid_ppl"], "valid_loss": summary["valid_loss"],
+            "num_updates": summary["num_updates"], "epochs": summary["epochs"],
             "best_epoch": summary["best_epoch"], "stopped_by": stopped_by(log_lines),
             "resumed_from_update": resumed_from(log_lines), "device": training_device(log_lines)}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.cells import layout
-from posenc.cells.record import Record, is_interrupted, time_capped
+from posenc.cells.record import Record, is_interrupted, is_pruned, time_capped
 from posenc.corpora import prepare_corpus
 from posenc.harness.cell.commands import commands_script, generate_command, train_command
 from posenc.harness.cell.environment import child_environment
@@ -36,10 +36,14 @@ class IncompleteOutput(RuntimeError):
 
 
 def finished_result(job_dir: Path, cell):
-    """The cell's earlier record if it finished ok with this exact configuration, else None. A
-    record hashed before the optim group that proves the same configuration gets today's hash."""
+    """The cell's earlier record if it finished with this exact configuration, else None: ok and
+    scored, or, for a tuning trial, ok (validated; a trial is never scored) or pruned. A record
+    hashed before the optim group that proves the same configuration gets today's hash."""
     record = Record.read(job_dir)
-    if not (record and record.ok and (job_dir / (record.hypotheses or layout.HYPOTHESES_FILE)).exists()):
+    if record and cell.is_trial:
+        if not (record.ok or is_pruned(record)):
+            return None
+    elif not (record and record.ok and (job_dir / (record.hypotheses or layout.HYPOTHESES_FILE)).exists()):
         return None
     current = cell.hashes.recognised_config(record.config_hash)
     if not current:
@@ -50,12 +54,13 @@ def finished_result(job_dir: Path, cell):
     return record
 
 
-def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None) -> Record:
+def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, pruning=None) -> Record:
     """Run (or find finished) one resolved cell (``posenc.harness.cell.resolve``). Anything that
     goes wrong in training or decoding is recorded as a failed cell, with a one-line error; a
     signal to the harness is recorded as an interrupted cell; a corpus or machine refusal raises.
     ``env``: what cells side by side get on top of the user's environment (a thread share, their
-    GPUs; ``posenc.harness.launch.parallel``)."""
+    GPUs; ``posenc.harness.launch.parallel``). ``pruning``: a tuning trial's
+    (``posenc.harness.run.pruning``), which may stop its training early: the record says pruned."""
     # Everything the harness adds to fairseq's environment; commands.sh exports the same.
     env = {**cell.environment, **(env or {})}
     job_dir = Path(job_dir)
@@ -66,14 +71,22 @@ def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None) -> R
         else:
             earlier = finished_result(job_dir, cell)
             if earlier:
-                progress.say(f"finished earlier: BLEU {earlier.bleu:.2f}; kept")
+                progress.say(f"finished earlier: {outcome(earlier)}; kept")
                 log_finished_cell(cell, job_dir, earlier)  # logger=wandb: its run, once, from what the cell kept
                 return earlier
         check_hardware(cell, child_environment(env))
-        return _run(cell, job_dir, env, progress)
+        return _run(cell, job_dir, env, progress, pruning)
 
 
-def _run(cell, job_dir: Path, env: dict, progress: CellProgress) -> Record:
+def outcome(record: Record) -> str:
+    """What a finished cell got, in a few words: its BLEU, or a tuning trial's validation loss."""
+    if record.trial is None:
+        return f"BLEU {record.bleu:.2f}"
+    loss = "-" if record.valid_loss is None else f"{record.valid_loss:.3f}"
+    return f"trial {record.trial} {'pruned' if is_pruned(record) else 'ok'}, validation loss {loss}"
+
+
+def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -> Record:
     started = time.monotonic()
     limits = cell.limits
     prepared = prepare_corpus(cell.data, cell.cache_dir, log=progress.say)
@@ -90,7 +103,9 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress) -> Record:
     if limits.note and plan.action != "score":
         progress.say(limits.note)
     train_argv = train_command(prepared.bin_dir, save_dir, cell)
-    splits = ["test"] + (["test_long"] if cell.generation.test_long and "test_long" in prepared.subsets else [])
+    # A tuning trial is never scored: its objective is the validation loss, and no test data enters tuning.
+    splits = [] if cell.is_trial else \
+        ["test"] + (["test_long"] if cell.generation.test_long and "test_long" in prepared.subsets else [])
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / layout.BEST, prepared.subsets[split],
                                               prepared.remove_bpe, cell) for split in splits}
     write_text_atomic(job_dir / layout.COMMANDS_FILE, commands_script(job_dir, env, train_argv, generate_argvs))
@@ -98,7 +113,7 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress) -> Record:
     try:
         training = plan.training if plan.action == "score" else \
             train(cell, job_dir, train_argv, env, limits.train_s, plan.action == "resume",
-                  progress, each_line(progress.on_train_line, wandb_run.on_train_line))
+                  progress, each_line(progress.on_train_line, wandb_run.on_train_line), pruning)
         record.update(training)
         for split, argv in generate_argvs.items():
             phase = f"fairseq-generate ({split})"
@@ -106,9 +121,16 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress) -> Record:
             scores = generate_and_score(split, argv, prepared, job_dir, limits.other_s, env)
             record.scores(split, {**scores, "generate_wall_s": round(time.monotonic() - generate_started, 1)})
         record.succeed()
-        progress.say(f"BLEU {record.bleu:.2f} (tokenized {record.tok_bleu:.2f}) | valid ppl {record.valid_ppl:.2f}")
+        scored = f"BLEU {record.bleu:.2f} (tokenized {record.tok_bleu:.2f})" if not cell.is_trial else \
+            f"{outcome(record)} (not scored on test)"
+        progress.say(f"{scored} | valid ppl {record.valid_ppl:.2f}")
     except (StepFailed, IncompleteOutput) as err:
-        record.fail(str(err))
+        if pruning is not None and pruning.reason:  # the study stopped it: finished, with the checkpoint it stopped at
+            record.update({k: v for k, v in training_fields(_train_log(job_dir)).items() if k != "stopped_by"})
+            record.train_wall_s = (resume.read_state(job_dir) or {}).get("train_wall_s")
+            record.prune(pruning.reason)
+        else:
+            record.fail(str(err))
     except StopRequested as stop:
         STOP.cause = stop_cause(stop.signum)
         record.interrupt(interrupted_reason(STOP.cause, phase, job_dir))
@@ -126,12 +148,15 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress) -> Record:
         wandb_run.finish(record)
     if is_interrupted(record):
         progress.say(f"INTERRUPTED: {record.error}")
+    elif is_pruned(record):
+        progress.say(f"PRUNED: {record.error}")
     elif not record.ok:
         progress.say(f"FAILED: {record.error}")
     return record
 
 
-def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line) -> dict:
+def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line,
+          pruning=None) -> dict:
     """fairseq-train, fresh or resumed from ``checkpoint_last.pt`` (fairseq's own restore; the log
     is appended to). Returns the training's fields of the record."""
     log = job_dir / layout.TRAIN_LOG
@@ -140,7 +165,8 @@ def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: 
     progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
     started = time.monotonic()
     try:
-        run_step("fairseq-train", argv, log, limit_s, on_line, env=env, append=resuming, stop_if=non_finite_loss)
+        stop_if = non_finite_loss if pruning is None else first_reason(non_finite_loss, pruning.check)
+        run_step("fairseq-train", argv, log, limit_s, on_line, env=env, append=resuming, stop_if=stop_if)
     finally:
         wall = resume.add_training_time(job_dir, time.monotonic() - started)
     training = training_fields(log.read_text(encoding="utf-8", errors="replace").splitlines())
@@ -182,6 +208,13 @@ def no_progress(job_dir: Path) -> str:
     if runs <= 1 and saved is None:
         return "no progress: stopped before its first checkpoint, in its first run"
     return f"no progress since the last requeue: stopped at update {saved or 0}, where it resumed from"
+
+
+def first_reason(*checks):
+    """One ``stop_if`` from several: the first reason any of ``checks`` gives for a line."""
+    def stop_if(line: str):
+        return next((reason for reason in (check(line) for check in checks) if reason), None)
+    return stop_if
 
 
 def each_line(*callbacks):

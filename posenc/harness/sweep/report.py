@@ -4,6 +4,7 @@ columns included), then one summary line; the sweep's exit status is non-zero wh
 failed, was interrupted or never reported. The tables are written whatever happened to the cells."""
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
@@ -13,7 +14,18 @@ from posenc.harness.run.signals import STOP
 from posenc.harness.sweep.seeds import strategy_settings
 from posenc.harness.sweep.summary import summarize
 from posenc.harness.tracking.wandb_run import log_sweep_table
+from posenc.report.rows import parse_baseline
 from posenc.report.table import SWEEP_END, sweep_end_report, write_sweep_tables
+
+
+def report_settings(strategy):
+    """The sweep-end table's settings: a seeds strategy's plans as it planned; a tune strategy's
+    baseline; any other sweep's the defaults."""
+    if not strategy:
+        return SWEEP_END
+    if strategy.get("strategy") == "tune":
+        return replace(SWEEP_END, baseline=parse_baseline(strategy["settings"]["baseline"]))
+    return strategy_settings(strategy["settings"])
 
 
 class SweepReport(Callback):
@@ -29,8 +41,7 @@ class SweepReport(Callback):
         sweep = read_sweep(sweep_dir)
         try:
             # An adaptive sweep's table plans as its strategy planned; any other's with the defaults.
-            report = sweep_end_report(sweep, strategy_settings(sweep.strategy["settings"]) if sweep.strategy
-                                      else SWEEP_END)
+            report = sweep_end_report(sweep, report_settings(sweep.strategy))
             print(write_sweep_tables(report), flush=True)
             log_sweep_table(config, report)  # logger=wandb: the same table in the sweep's W&B group
         except SweepError as err:  # e.g. no cell reported at all: the summary line says so

@@ -22,6 +22,16 @@ def _label(values: dict, varying: set) -> str:
     return ",".join(f"{k}={v}" for k, v in shown.items())
 
 
+def tune_summary(row: dict) -> str:
+    """``placement=none 8 trials (2 pruned), best optim.args.lr=0.0012``: one row of a tune strategy."""
+    states = [t.get("state") for t in row.get("trials", [])]
+    counts = ", ".join(f"{states.count(state)} {word}" for state, word in
+                       (("PRUNED", "pruned"), ("FAIL", "failed"), ("RUNNING", "unfinished")) if state in states)
+    best = row.get("best")
+    chosen = ("best " + " ".join(f"{k}={v}" for k, v in best["values"].items())) if best else "no trial finished"
+    return f"{row['row']} {len(states)} trials" + (f" ({counts})" if counts else "") + f", {chosen}"
+
+
 def summarize(sweep, interrupted_by: int = 0):
     """``(line, exit status)`` for ``sweep`` (a ``Sweep`` as read, or its directory): 0 when every
     planned cell is ok (or skipped by design), 1 when any failed or never reported,
@@ -64,7 +74,9 @@ def summarize(sweep, interrupted_by: int = 0):
     if skipped:
         parts.append(f"{len(skipped)} skipped by design")
     line = f"{total} cells: " + ", ".join(parts)
-    if sweep.strategy:  # an adaptive sweep: each compared row's seeds and why it stopped
+    if sweep.strategy and sweep.strategy.get("strategy") == "tune":  # each row's trials and what they chose
+        line += "; tune strategy: " + "; ".join(tune_summary(r) for r in sweep.strategy.get("rows", []))
+    elif sweep.strategy:  # an adaptive sweep: each compared row's seeds and why it stopped
         line += "; seeds strategy: " + "; ".join(
             f"{r['row']} {len(r.get('seeds') or [])} seeds ({r.get('why') or 'going on'})"
             for r in sweep.strategy.get("rows", []) if not r.get("baseline"))

@@ -1,0 +1,57 @@
+"""A tuning trial's pruning, inside its cell: each epoch's validation loss goes to the trial in its
+row's Optuna study (``posenc.harness.study``), and when the study's pruner says the trial will not
+win, training stops with a save (the harness's save-and-stop) and the record says ``pruned`` and why.
+
+The trial is found in the tune strategy's state (``posenc.cells.plan.TUNE_FILE``) by the cell's
+directory: the pruner's settings are the sweep's, not the cell's config (they decide when a trial
+stops, never what it trains).
+"""
+
+from pathlib import Path
+
+from posenc.cells.plan import read_strategy
+from posenc.harness import study
+from posenc.harness.run.fairseq_logs import parse_record
+
+
+class TrialPruning:
+    def __init__(self, trial, pruner_name: str, row_study):
+        self.trial, self.pruner_name, self.study = trial, pruner_name, row_study
+        self.reason = ""   # why the pruner stopped the trial ("" while it runs on)
+
+    def check(self, line: str):
+        """``run_step``'s ``stop_if``: the reason to stop after a validation line, else None."""
+        parsed = parse_record(line)
+        if not parsed or parsed[0] != "valid" or "valid_loss" not in parsed[1]:
+            return None
+        epoch, loss = int(parsed[1].get("epoch", 0)), float(parsed[1]["valid_loss"])
+        self.trial.report(loss, epoch)
+        if not self.trial.should_prune():
+            return None
+        median = study.finished_median(self.study, epoch)
+        against = f" (the median of its row's finished trials there: {median:.3f})" if median is not None else ""
+        self.reason = (f"pruned by the {self.pruner_name} pruner at the end of epoch {epoch}: validation loss "
+                       f"{loss:.3f}{against}; its checkpoint of that point is kept")
+        return self.reason
+
+
+def trial_pruning(sweep_dir: Path, job_dir: Path):
+    """The pruning of the trial whose cell is ``job_dir``, or None: no tune strategy, no pruner,
+    or a cell its state does not name as a trial."""
+    state = read_strategy(sweep_dir) if sweep_dir else None
+    if not state or state.get("strategy") != "tune":
+        return None
+    settings = state.get("settings", {})
+    name = settings.get("pruner")
+    if not name:
+        return None
+    try:
+        mine = str(Path(job_dir).resolve().relative_to(Path(sweep_dir).resolve()))
+    except ValueError:
+        return None
+    entry = next((t for t in state.get("trials", []) if t.get("dirname") == mine), None)
+    if entry is None:
+        return None
+    the_pruner = study.pruner(name, settings.get("prune_from_epoch", 1), settings.get("pruner_startup_trials", 2))
+    trial = study.trial_handle(sweep_dir, entry["study"], entry["number"], the_pruner)
+    return TrialPruning(trial, name, trial.study)

@@ -1,0 +1,316 @@
+"""``hydra/sweeper=posenc_tune``: each row of the table tunes its own values (learning rate, warmup,
+dropout, ...) by an Optuna study, then runs its seeds with the values its study chose.
+
+The rows are the sweep's grid (as the seeds strategy reads it). Every row has an Optuna study of its
+own (``posenc.harness.study``: TPE, seeded per trial, so a rerun proposes the same values; an
+optional median or ASHA pruner on each epoch's validation loss). A trial is an ordinary cell
+(``...,trial=N``) with the proposed values as overrides; it trains and validates, its objective is
+its validation loss, and it never scores the test split. Batches of trials (``batch_trials`` per
+row, every row's together) go through whatever launcher is configured. After ``trials`` trials per
+row, each row's best values run ``seeds`` seeds (1..seeds: seeds no trial trained with), scored on
+test as any cell: the table of the sweep is theirs.
+
+Why not hydra-optuna-sweeper: it runs one study for the whole sweep (one objective over every
+job), it pins optuna<3, and it has no storage that several SLURM jobs can share; a row's study of
+its own is what "each placement's learning rate tuned" means.
+
+State, in the sweep directory: the studies (``posenc.cells.plan.STUDY_FILE``, Optuna's journal
+file) and ``TUNE_FILE`` (every trial's cell, each row's best values and its final cells: the
+sweep's plan for every reader), written before each batch is launched. A rerun of the same command
+tells the studies what finished, relaunches the trials that never did (their cells resume) and goes
+on; no finished trial or cell runs again.
+"""
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.plugins.sweeper import Sweeper
+from omegaconf import OmegaConf
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from posenc.atomic import write_json_atomic
+from posenc.cells.plan import PLAN_FILE, TUNE_FILE, override_dirname, sweep_jobs
+from posenc.cells.record import Record, is_failed, is_ok, is_pruned
+from posenc.harness import study as studies
+from posenc.harness.run.signals import STOP
+from posenc.harness.sweep.seeds import SEED, StrategyError, value_in
+from posenc.report.rows import parse_baseline
+
+log = logging.getLogger(__name__)
+TRIAL = "trial"
+SPEC_KEYS = {"type", "low", "high", "log", "choices"}
+TYPES = ("float", "int", "categorical")
+RUNNING = TrialState.RUNNING.name  # a trial's state in the strategy's state is Optuna's name for it
+
+
+@dataclass
+class TuneRow:
+    index: int
+    overrides: list      # the row's overrides (its grid values and the fixed ones)
+    label: str           # its swept values, e.g. placement=none: also its study's name
+    trials: list = field(default_factory=list)   # {"number", "dirname", "overrides", "values", "state", ...}
+    best: dict = None    # {"number", "values", "value"} once a trial finished ok
+    seeds: list = field(default_factory=list)    # final seeds launched
+
+
+def space_distributions(space: dict) -> dict:
+    """``{key: optuna distribution}`` for the config's search space; StrategyError naming the key
+    and what it may be otherwise."""
+    if not space:
+        raise StrategyError("hydra.sweeper.search_space is empty; allowed: one or more keys, e.g. "
+                            "hydra.sweeper.search_space='{optim.args.lr: {low: 1e-4, high: 1e-2, log: true}}'")
+    out = {}
+    for key, spec in space.items():
+        where = f"hydra.sweeper.search_space.{key}"
+        if not isinstance(spec, dict):
+            raise StrategyError(f"{where}={spec!r} is not allowed; allowed: {{low: L, high: H}} (type float or int, "
+                                "log true/false) or {choices: [...]}")
+        unknown = sorted(set(spec) - SPEC_KEYS)
+        if unknown:
+            raise StrategyError(f"{where}: {unknown[0]!r} is not a setting of a search space; allowed: "
+                                f"{', '.join(sorted(SPEC_KEYS))}")
+        kind = spec.get("type", "categorical" if "choices" in spec else "float")
+        if kind not in TYPES:
+            raise StrategyError(f"{where}.type={kind!r} is not allowed; allowed: {', '.join(TYPES)}")
+        if kind == "categorical":
+            choices = spec.get("choices")
+            if not isinstance(choices, list) or not choices or any(isinstance(c, (list, dict)) for c in choices):
+                raise StrategyError(f"{where}.choices={choices!r} is not allowed; allowed: a non-empty list of values")
+            out[key] = CategoricalDistribution(choices)
+            continue
+        low, high, logscale = spec.get("low"), spec.get("high"), spec.get("log", False)
+        number = int if kind == "int" else (int, float)
+        for name, value in (("low", low), ("high", high)):
+            if isinstance(value, bool) or not isinstance(value, number):
+                raise StrategyError(f"{where}.{name}={value!r} is not allowed; allowed: "
+                                    + ("a whole number" if kind == "int" else "a number"))
+        if not isinstance(logscale, bool):
+            raise StrategyError(f"{where}.log={logscale!r} is not allowed; allowed: true or false")
+        if not low < high:
+            raise StrategyError(f"{where}: low={low} is not below high={high}; allowed: low < high")
+        if logscale and low <= 0:
+            raise StrategyError(f"{where}: low={low} on a log scale; allowed: low > 0 with log: true")
+        out[key] = (IntDistribution(low, high, log=logscale) if kind == "int"
+                    else FloatDistribution(float(low), float(high), log=logscale))
+    return out
+
+
+def override_text(key: str, value) -> str:
+    """A proposed value as the override its cell runs with: floats to 4 significant digits (what the
+    directory is named after and the table shows)."""
+    if isinstance(value, float):
+        value = f"{value:.4g}"
+    return f"{key}={value}"
+
+
+class TuneSweeper(Sweeper):
+    def __init__(self, params=None, search_space=None, trials: int = 8, batch_trials: int = 1,
+                 startup_trials: int = 4, sampler_seed: int = 0, pruner=None, prune_from_epoch: int = 1,
+                 pruner_startup_trials: int = 2, trial_seed: int = 0, seeds: int = 3,
+                 baseline: str = "placement=both"):
+        self.params = dict(params or {})
+        self.space = OmegaConf.to_container(search_space) if OmegaConf.is_config(search_space) \
+            else dict(search_space or {})
+        self.counts = {"trials": trials, "batch_trials": batch_trials, "startup_trials": startup_trials,
+                       "prune_from_epoch": prune_from_epoch, "pruner_startup_trials": pruner_startup_trials,
+                       "seeds": seeds}
+        self.sampler_seed, self.trial_seed, self.pruner_name, self.baseline = sampler_seed, trial_seed, pruner, baseline
+        self.config = self.launcher = self.hydra_context = None
+
+    def setup(self, *, hydra_context, task_function, config) -> None:
+        from hydra.core.plugins import Plugins
+        self.hydra_context, self.config = hydra_context, config
+        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
+                                                                task_function=task_function, config=config)
+
+    def sweep(self, arguments):
+        try:
+            distributions = self.check_settings()
+            rows = self.rows(arguments, distributions)
+        except StrategyError as err:
+            print(f"posenc-run: error: {err}", file=sys.stderr)
+            sys.exit(2)
+        self.sweep_dir = Path(self.config.hydra.sweep.dir)
+        self.sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, self.sweep_dir / PLAN_FILE)
+        self.parser = OverridesParser.create()
+        self.naming = self.config.hydra.job.config.override_dirname
+        returns, self.job_idx, launched = [], 0, set()
+        while not STOP.requested:  # the trials, a batch at a time
+            batch = self.next_trials(rows, distributions, launched)
+            self.write_state(rows)  # the state names the batch before it runs
+            if not batch:
+                break
+            log.info(f"tune strategy: batch of {len(batch)} trials: "
+                     + "; ".join(f"{row.label} trial={t['number']}" for row, t in batch))
+            launched.update(t["dirname"] for _, t in batch)
+            returns.append(self.launch([t["overrides"] for _, t in batch]))
+        if not STOP.requested:
+            self.tell_finished(rows, launched)
+            finals = self.final_cells(rows)
+            self.write_state(rows)
+            if finals:
+                log.info(f"tune strategy: the best values' seeds, {len(finals)} cells: "
+                         + "; ".join(f"{row.label} seed={seed}" for row, seed, _ in finals))
+                returns.append(self.launch([overrides for _, _, overrides in finals]))
+        return returns
+
+    def launch(self, jobs):
+        self.validate_batch_is_legal(jobs)
+        results = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
+        self.job_idx += len(jobs)
+        return results
+
+    # --- what the strategy is asked ----------------------------------------------------------------
+
+    def check_settings(self) -> dict:
+        for name, value in self.counts.items():
+            low = 0 if name in ("startup_trials", "prune_from_epoch", "pruner_startup_trials") else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise StrategyError(f"hydra.sweeper.{name}={value!r} is not allowed; allowed: a whole number >= {low}")
+        for name, value in (("sampler_seed", self.sampler_seed), ("trial_seed", self.trial_seed)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise StrategyError(f"hydra.sweeper.{name}={value!r} is not allowed; allowed: a whole number >= 0")
+        if self.pruner_name is not None and self.pruner_name not in studies.PRUNERS:
+            raise StrategyError(f"hydra.sweeper.pruner={self.pruner_name!r} is not allowed; allowed: null, "
+                                + ", ".join(studies.PRUNERS))
+        try:
+            parse_baseline(str(self.baseline))
+        except ValueError as err:
+            raise StrategyError(f"hydra.sweeper.baseline: {err}") from None
+        return space_distributions(self.space)
+
+    def rows(self, arguments, distributions) -> list:
+        """The grid's rows; each row's config must take every search-space key (Hydra composes it
+        as the launcher will)."""
+        parser = OverridesParser.create()
+        given = parser.parse_overrides(list(arguments))
+        for override in given:
+            if override.get_key_element() in (SEED, TRIAL):
+                raise StrategyError(f"{override.input_line}: the tune strategy sets {override.get_key_element()} "
+                                    "itself; allowed: hydra.sweeper.trial_seed and hydra.sweeper.seeds")
+        preset = [f"{k}={v}" for k, v in self.params.items() if k not in (SEED, TRIAL)]
+        jobs = sweep_jobs(parser.parse_overrides(preset + list(arguments)))
+        grid = {line.split("=", 1)[0].lstrip("+~") for job in jobs for line in job}
+        for key in distributions:
+            if key.lstrip("+~") in grid:
+                raise StrategyError(f"hydra.sweeper.search_space.{key}: the grid sets {key.lstrip('+~')} too; "
+                                    "allowed: a key the command line and the preset leave alone")
+        rows = []
+        for index, job in enumerate(jobs):
+            swept = {k.lstrip("+~"): v for k, v in (line.split("=", 1) for line in job)
+                     if len({value_in(j, k) for j in jobs}) > 1}
+            label = ",".join(f"{k}={v}" for k, v in swept.items()) or "the one row"
+            rows.append(TuneRow(index, list(job), label))
+        for row in rows[:1] + rows[-1:]:  # the keys exist (or are added with +) in the first and last row's config
+            probe = row.overrides + [override_text(k, d.low if hasattr(d, "low") else d.choices[0])
+                                     for k, d in distributions.items()]
+            try:
+                self.hydra_context.config_loader.load_sweep_config(self.config, probe)
+            except Exception as err:  # noqa: BLE001 -- Hydra's own message names the key
+                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                raise StrategyError(f"hydra.sweeper.search_space: {first}; allowed: a key of the cell's config "
+                                    "(or +key for a new one, e.g. +model.args.dropout)") from None
+        return rows
+
+    # --- the trials --------------------------------------------------------------------------------
+
+    def study(self, row: TuneRow, number: int = None):
+        sampler = None if number is None else studies.sampler(
+            self.sampler_seed, row.index, number, self.counts["startup_trials"])
+        return studies.open_study(self.sweep_dir, row.label, the_sampler=sampler)
+
+    def trial_cell(self, row: TuneRow, number: int, params: dict) -> dict:
+        values = [override_text(k, v) for k, v in params.items()]
+        overrides = row.overrides + values + [f"{SEED}={self.trial_seed}", f"{TRIAL}={number}"]
+        dirname = override_dirname(self.parser.parse_overrides(overrides), self.naming)
+        return {"number": number, "dirname": dirname, "overrides": overrides,
+                "values": dict(v.split("=", 1) for v in values), "state": "", "value": None, "error": ""}
+
+    def tell_finished(self, rows, launched: set) -> None:
+        """Tell each row's study what its trials' cells recorded (ok: its validation loss; pruned;
+        failed); a trial whose cell has no outcome yet stays running, to be launched again."""
+        for row in rows:
+            study = self.study(row)
+            row.trials = []
+            for trial in study.get_trials(deepcopy=False):
+                cell = self.trial_cell(row, trial.number, trial.params)
+                record = Record.read(self.sweep_dir / cell["dirname"])
+                if trial.state == TrialState.RUNNING and record is not None:
+                    if is_ok(record) and record.valid_loss is not None:
+                        study.tell(trial.number, record.valid_loss)
+                    elif is_pruned(record):
+                        study.tell(trial.number, state=TrialState.PRUNED)
+                    elif is_failed(record):  # a trial that fails (a diverging lr) is spent, not retried
+                        study.tell(trial.number, state=TrialState.FAIL)
+                state = study.get_trials(deepcopy=False)[trial.number].state
+                cell.update(state=state.name, value=record.valid_loss if record else None,
+                            error=(record.error if record else ""))
+                row.trials.append(cell)
+            done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
+            if done:
+                best = min(done, key=lambda t: (t.value, t.number))
+                row.best = {"number": best.number, "value": best.value,
+                            "values": self.trial_cell(row, best.number, best.params)["values"]}
+
+    def next_trials(self, rows, distributions, launched: set) -> list:
+        """``[(row, trial cell), ...]`` to run next: the trials that never finished (a rerun), then
+        new ones asked of each row's study, up to ``batch_trials`` a row and ``trials`` in all."""
+        self.tell_finished(rows, launched)
+        batch = []
+        for row in rows:
+            running = [t for t in row.trials if t["state"] == RUNNING and t["dirname"] not in launched]
+            batch += [(row, t) for t in running[:self.counts["batch_trials"]]]
+            for _ in range(self.counts["batch_trials"] - len(running)):
+                number = len(row.trials)
+                if number >= self.counts["trials"]:
+                    break
+                trial = self.study(row, number).ask(distributions)
+                if trial.number != number:  # another process asked meanwhile: nothing here is that trial's
+                    raise StrategyError(f"{self.sweep_dir / TUNE_FILE}: row {row.label}'s study has trial "
+                                        f"{trial.number} where {number} was expected; is another sweeper running?")
+                cell = self.trial_cell(row, number, trial.params)
+                cell["state"] = RUNNING
+                row.trials.append(cell)
+                batch.append((row, cell))
+        return batch
+
+    def final_cells(self, rows) -> list:
+        """``[(row, seed, overrides)]``: each row's best values with seeds 1..seeds, where not ok yet."""
+        out = []
+        for row in rows:
+            if row.best is None:
+                continue
+            row.seeds = list(range(1, self.counts["seeds"] + 1))
+            values = [f"{k}={v}" for k, v in row.best["values"].items()]
+            for seed in row.seeds:
+                overrides = row.overrides + values + [f"{SEED}={seed}"]
+                dirname = override_dirname(self.parser.parse_overrides(overrides), self.naming)
+                if not is_ok(Record.read(self.sweep_dir / dirname)):
+                    out.append((row, seed, overrides))
+        return out
+
+    def write_state(self, rows) -> None:
+        cells = []
+        for row in rows:
+            if row.best is not None:
+                values = [f"{k}={v}" for k, v in row.best["values"].items()]
+                for seed in row.seeds:
+                    overrides = row.overrides + values + [f"{SEED}={seed}"]
+                    cells.append({"dirname": override_dirname(self.parser.parse_overrides(overrides), self.naming),
+                                  "overrides": overrides})
+        write_json_atomic(self.sweep_dir / TUNE_FILE, {
+            "strategy": "tune",
+            "settings": {**self.counts, "sampler_seed": self.sampler_seed, "trial_seed": self.trial_seed,
+                         "pruner": self.pruner_name, "baseline": str(self.baseline)},
+            "search_space": self.space,
+            "rows": [{"row": r.label, "overrides": r.overrides, "study": r.label, "trials": r.trials,
+                      "best": r.best, "seeds": r.seeds} for r in rows],
+            "trials": [{"dirname": t["dirname"], "study": r.label, "number": t["number"]}
+                       for r in rows for t in r.trials],
+            "cells": cells,
+        })
