@@ -123,10 +123,12 @@ def check_posenc_table(args: list[str], whole: bool = True) -> str | None:
 
 def table_parse(line: list[str]) -> str | None:
     """Everything ``posenc-table``'s main checks before it reads a sweep (flags, then the values
-    of ``--baseline``, ``--buckets``, ``--effect``...): ``build_reports`` is where its work starts."""
+    of ``--baseline``, ``--buckets``, ``--effect``...): ``build_reports`` (or, with ``--trials``,
+    ``read_sweep``) is where its work starts."""
     from posenc.report import cli
 
-    with mock.patch.object(cli, "build_reports", side_effect=Parsed):
+    with mock.patch.object(cli, "build_reports", side_effect=Parsed), \
+            mock.patch.object(cli, "read_sweep", side_effect=Parsed):  # --trials reads its sweeps itself
         accepted, why = run_quietly(cli.main, line)
     return None if accepted else why
 

@@ -54,7 +54,8 @@ def run_job(cfg) -> None:
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     signals.install()
     sweep = sweep_so_far(Path(hydra_cfg.sweep.dir)) if multirun else None
-    planned = len(sweep.plan_values) if sweep and sweep.planned else 0
+    # An adaptive sweep decides its cells batch by batch: no total to count a cell against.
+    planned = len(sweep.plan_values) if sweep and sweep.planned and not sweep.strategy else 0
     progress = CellProgress(cell_label(cfg, hydra_cfg, planned), int(cfg.budget.max_epoch),
                             float(cfg.budget.max_time_min), enabled=bool(cfg.progress))
     if signals.STOP.requested:  # an earlier cell of this sweep was interrupted: start nothing new

@@ -7,7 +7,10 @@ trials' own records (``Sweep.trials``): the trials never score the test split.
 
 import re
 
-STATE_WORDS = {"COMPLETE": "ok", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "unfinished"}
+from posenc.cells.record import FAILED, OK, PRUNED
+
+# A trial's state (Optuna's name, as the tune state keeps it) in the words of a cell's status.
+STATE_WORDS = {"COMPLETE": OK, "PRUNED": PRUNED, "FAIL": FAILED, "RUNNING": "unfinished"}
 _GPUS = re.compile(r" x(\d+)")
 
 
@@ -90,7 +93,7 @@ def trials_table(sweep):
             record = records.get(trial["dirname"]) or {}
             loss = record.get("valid_loss")
             word = STATE_WORDS.get(trial.get("state"), trial.get("state") or "?")
-            why = "" if word == "ok" else (record.get("error") or "no record yet").split(" (log: ")[0]
+            why = "" if word == OK else (record.get("error") or "no record yet").split(" (log: ")[0]
             body.append([row["row"], str(trial["number"]), " ".join(f"{k}={v}" for k, v in trial["values"].items()),
                          word, "-" if loss is None else f"{loss:.3f}", str(record.get("epochs") or "-"),
                          str(record.get("cell_wall_s") or "-"), why])

@@ -83,7 +83,7 @@ def outcome(record: Record) -> str:
     if record.trial is None:
         return f"BLEU {record.bleu:.2f}"
     loss = "-" if record.valid_loss is None else f"{record.valid_loss:.3f}"
-    return f"trial {record.trial} {'pruned' if is_pruned(record) else 'ok'}, validation loss {loss}"
+    return f"trial {record.trial} {record.status}, validation loss {loss}"
 
 
 def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -> Record:
@@ -127,6 +127,7 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -
     except (StepFailed, IncompleteOutput) as err:
         if pruning is not None and pruning.reason:  # the study stopped it: finished, with the checkpoint it stopped at
             record.update({k: v for k, v in training_fields(_train_log(job_dir)).items() if k != "stopped_by"})
+            record.epochs = pruning.epoch  # (the save-and-stop logs the next epoch's first update as an epoch)
             record.train_wall_s = (resume.read_state(job_dir) or {}).get("train_wall_s")
             record.prune(pruning.reason)
         else:

@@ -18,6 +18,7 @@ class TrialPruning:
     def __init__(self, trial, pruner_name: str, row_study):
         self.trial, self.pruner_name, self.study = trial, pruner_name, row_study
         self.reason = ""   # why the pruner stopped the trial ("" while it runs on)
+        self.epoch = None  # the epoch it was pruned at
 
     def check(self, line: str):
         """``run_step``'s ``stop_if``: the reason to stop after a validation line, else None."""
@@ -30,8 +31,9 @@ class TrialPruning:
             return None
         median = study.finished_median(self.study, epoch)
         against = f" (the median of its row's finished trials there: {median:.3f})" if median is not None else ""
+        self.epoch = epoch
         self.reason = (f"pruned by the {self.pruner_name} pruner at the end of epoch {epoch}: validation loss "
-                       f"{loss:.3f}{against}; its checkpoint of that point is kept")
+                       f"{loss:.3f}{against}; training stopped there with a save, its checkpoints are kept")
         return self.reason
 
 

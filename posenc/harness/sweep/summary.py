@@ -8,7 +8,7 @@ cells and in whichever processes.
 
 from pathlib import Path
 
-from posenc.cells.record import FAILED, INTERRUPTED, OK, RUNNING, time_capped
+from posenc.cells.record import FAILED, INTERRUPTED, OK, PRUNED, RUNNING, time_capped
 from posenc.cells.sweep import Sweep, read_sweep
 
 
@@ -26,7 +26,7 @@ def tune_summary(row: dict) -> str:
     """``placement=none 8 trials (2 pruned), best optim.args.lr=0.0012``: one row of a tune strategy."""
     states = [t.get("state") for t in row.get("trials", [])]
     counts = ", ".join(f"{states.count(state)} {word}" for state, word in
-                       (("PRUNED", "pruned"), ("FAIL", "failed"), ("RUNNING", "unfinished")) if state in states)
+                       (("PRUNED", PRUNED), ("FAIL", FAILED), ("RUNNING", "unfinished")) if state in states)
     best = row.get("best")
     chosen = ("best " + " ".join(f"{k}={v}" for k, v in best["values"].items())) if best else "no trial finished"
     return f"{row['row']} {len(states)} trials" + (f" ({counts})" if counts else "") + f", {chosen}"

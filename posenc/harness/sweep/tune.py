@@ -206,15 +206,16 @@ class TuneSweeper(Sweeper):
                      if len({value_in(j, k) for j in jobs}) > 1}
             label = ",".join(f"{k}={v}" for k, v in swept.items()) or "the one row"
             rows.append(TuneRow(index, list(job), label))
-        for row in rows[:1] + rows[-1:]:  # the keys exist (or are added with +) in the first and last row's config
-            probe = row.overrides + [override_text(k, d.low if hasattr(d, "low") else d.choices[0])
-                                     for k, d in distributions.items()]
-            try:
-                self.hydra_context.config_loader.load_sweep_config(self.config, probe)
-            except Exception as err:  # noqa: BLE001 -- Hydra's own message names the key
-                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-                raise StrategyError(f"hydra.sweeper.search_space: {first}; allowed: a key of the cell's config "
-                                    "(or +key for a new one, e.g. +model.args.dropout)") from None
+        for key, dist in distributions.items():  # each key exists (or is added with +) in every row's config
+            for row in rows:
+                probe = row.overrides + [override_text(key, dist.low if hasattr(dist, "low") else dist.choices[0])]
+                try:
+                    self.hydra_context.config_loader.load_sweep_config(self.config, probe)
+                except Exception as err:  # noqa: BLE001 -- Hydra's own message says what is wrong with the key
+                    first = (str(err).strip().splitlines() or [type(err).__name__])[0].rstrip(".")
+                    raise StrategyError(f"hydra.sweeper.search_space.{key}: {first} (row {row.label}); allowed: a "
+                                        "key of the cell's config, or +key for a new one (e.g. +model.args.dropout)"
+                                        ) from None
         return rows
 
     # --- the trials --------------------------------------------------------------------------------

@@ -1,0 +1,149 @@
+"""``hydra/sweeper=posenc_tune``: each row tunes its own learning rate by an Optuna study, with real
+cells on the joblib launcher (smoke budget): trials never score test, a worse trial is pruned
+with a save, the best values run their seeds; killed and rerun; and its refusals."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+
+from posenc.cells.layout import RESULT_FILE
+from posenc.cells.plan import TUNE_FILE
+from posenc.cells.sweep import read_sweep
+from posenc.harness import study as studies
+from project import BIN, REPO
+from test_seeds_sweeper import command, environment, run
+
+GRID = ["hydra/sweeper=posenc_tune", "budget=smoke", "placement=both,none", "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2"]
+# Two learning rates a smoke cell tells apart in one epoch: sampler seed 2 proposes 0.003 first and
+# 1e-05 second in both rows (posenc.harness.study.sampler), so the median pruner, with one finished
+# trial to compare with, stops each row's second trial at the end of its first epoch.
+PRUNED = ["hydra.sweeper.search_space={optim.args.lr: {choices: [0.003, 1e-05]}}", "hydra.sweeper.trials=2",
+          "hydra.sweeper.sampler_seed=2", "hydra.sweeper.pruner=median", "hydra.sweeper.pruner_startup_trials=1",
+          "hydra.sweeper.seeds=1", "budget.max_epoch=2", "budget.max_update=0"]
+
+
+def state(sweep):
+    return json.loads((sweep / TUNE_FILE).read_text())
+
+
+def trial_dirs(sweep):
+    return sorted(p for p in sweep.iterdir() if p.is_dir() and ",trial=" in p.name)
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "hydra.sweeper.search_space is empty; allowed: one or more keys"),
+    (["hydra.sweeper.search_space={optim.args.lrr: {low: 1e-4, high: 1e-2}}"],
+     "hydra.sweeper.search_space.optim.args.lrr: Could not override 'optim.args.lrr' (row placement=both); "
+     "allowed: a key of the cell's config, or +key for a new one"),
+    (["hydra.sweeper.search_space={optim.args.lr: {low: 1e-2, high: 1e-4, log: true}}"],
+     "hydra.sweeper.search_space.optim.args.lr: low=0.01 is not below high=0.0001; allowed: low < high"),
+    (["hydra.sweeper.search_space={placement: {choices: [both]}}"],
+     "hydra.sweeper.search_space.placement: the grid sets placement too"),
+    (["hydra.sweeper.search_space={optim.args.lr: {low: 1e-4, high: 1e-2}}", "seed=1,2"],
+     "seed=1,2: the tune strategy sets seed itself"),
+    (["hydra.sweeper.search_space={optim.args.lr: {low: 1e-4, high: 1e-2}}", "hydra.sweeper.pruner=hyperband"],
+     "hydra.sweeper.pruner='hyperband' is not allowed; allowed: null, median, asha"),
+])
+def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
+    sweep = tmp_path / "sweep"
+    out = run(sweep, tmp_path / "cache", *GRID, *args, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"posenc-run: error: {message}"), line
+    assert not sweep.exists()  # nothing started, not even the sweep directory
+
+
+@pytest.mark.slow
+def test_rows_tune_prune_and_run_their_best_values_seeds_and_trials_never_score_test(tmp_path):
+    sweep, cache = tmp_path / "sweep", tmp_path / "cache"
+    out = run(sweep, cache, *GRID, *PRUNED)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = state(sweep)
+    for row in got["rows"]:
+        assert [(t["values"]["optim.args.lr"], t["state"]) for t in row["trials"]] == \
+            [("0.003", "COMPLETE"), ("1e-05", "PRUNED")], row
+        assert row["best"]["values"] == {"optim.args.lr": "0.003"} and row["seeds"] == [1]
+    # A pruned trial: its record says so and why, training stopped with a save, its checkpoints are kept.
+    for trial in trial_dirs(sweep):
+        record = json.loads((trial / RESULT_FILE).read_text())
+        if "trial=1" in trial.name:
+            assert record["status"] == "pruned" and record["epochs"] == 1, record
+            assert record["error"].startswith("pruned by the median pruner at the end of epoch 1: validation loss ")
+            assert (trial / "checkpoints" / "checkpoint_last.pt").stat().st_size > 0
+            assert "training stopped on request, checkpoint saved" in (trial / "train.log").read_text()
+        else:
+            assert record["status"] == "ok" and record["valid_loss"] > 0
+        # No trial ever scored the test split: no decoding, no output, no score, not even a command for it.
+        assert record["bleu"] is None and record["test_sentences"] is None and record["trial"] in (0, 1)
+        assert not list(trial.glob("generate*")) and not list(trial.glob("hypotheses*"))
+        assert "fairseq-generate" not in (trial / "commands.sh").read_text()
+    # The table is the best values' own seeds, scored as any cell, and says how each row was tuned.
+    read = read_sweep(sweep)
+    assert sorted(c.name for c in read.cells) == [
+        f"budget.max_epoch=2,budget.max_update=0,budget=smoke,optim.args.lr=0.003,placement={p},seed=1"
+        for p in ("both", "none")]
+    assert all(c.record["bleu"] is not None for c in read.cells) and len(read.trials) == 4
+    table = (sweep / "table.md").read_text()
+    assert "Tuned rows (hydra/sweeper=posenc_tune)" in table and "| placement=none | optim.args.lr=0.003 | 0 (" in table
+    assert "tuned" in (sweep / "results.csv").read_text().splitlines()[0]
+    summary = out.stdout.strip().splitlines()[-1]
+    assert summary == ("2 cells: 2 ok; tune strategy: placement=both 2 trials (1 pruned), best optim.args.lr=0.003; "
+                       "placement=none 2 trials (1 pruned), best optim.args.lr=0.003")
+    listed = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--trials"], capture_output=True, text=True)
+    assert listed.returncode == 0 and listed.stdout.count("| pruned |") == 2, listed.stdout + listed.stderr
+    # The same command again: every study is done, nothing is launched, nothing retrained.
+    written = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
+    again = run(sweep, cache, *GRID, *PRUNED)
+    assert again.returncode == 0 and "tune strategy: batch of" not in again.stdout + again.stderr, again.stderr[-3000:]
+    assert {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")} == written
+
+
+@pytest.mark.slow
+def test_a_sweeper_stopped_mid_study_continues_with_the_same_proposals(tmp_path):
+    sweep, cache = tmp_path / "sweep", tmp_path / "cache"
+    space = {"optim.args.lr": {"low": 1e-4, "high": 1e-2, "log": True}}
+    args = (*GRID, "hydra.sweeper.search_space={optim.args.lr: {low: 1e-4, high: 1e-2, log: true}}",
+            "hydra.sweeper.trials=3", "hydra.sweeper.seeds=1", "budget.max_epoch=2")
+    proc = subprocess.Popen(command(sweep, *args), cwd=REPO, env=environment(cache), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not list(sweep.glob("*trial=1/train.log")):  # the second batch is training
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+        time.sleep(1)
+    os.killpg(proc.pid, signal.SIGTERM)  # as SLURM or a Ctrl-C would: the whole process group
+    output = proc.communicate(timeout=300)[0]
+    assert proc.returncode != 0, output[-3000:]
+    first = {p: p.stat().st_mtime_ns for p in sweep.glob("*trial=0/result.json")}
+    assert len(first) == 2 and all(json.loads(p.read_text())["status"] == "ok" for p in first)
+    again = run(sweep, cache, *args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert {p: p.stat().st_mtime_ns for p in first} == first  # the finished trials are not trained again
+    batches = [line for line in (again.stdout + again.stderr).splitlines() if "tune strategy: batch of" in line]
+    assert "placement=both trial=1; placement=none trial=1" in batches[0], batches  # the interrupted ones, resumed
+    got = state(sweep)
+    # The proposals are the seeded sampler's whatever happened to the sweeper: each row's trials
+    # (all from TPE's random start-up here, so independent of the losses) are what it proposes afresh.
+    distribution = {"optim.args.lr": FloatDistribution(1e-4, 1e-2, log=True)}
+    for index, row in enumerate(got["rows"]):
+        fresh = optuna.create_study()
+        expected = []
+        for number in range(3):
+            fresh.sampler = studies.sampler(0, index, number, startup_trials=4)
+            trial = fresh.ask(distribution)
+            expected.append(f"{trial.params['optim.args.lr']:.4g}")
+            fresh.tell(trial, 1.0)
+        assert [t["values"]["optim.args.lr"] for t in row["trials"]] == expected, (row["row"], space)
+        assert [t["state"] for t in row["trials"]] == ["COMPLETE"] * 3
+    # Every trial is one cell, trained in one directory; none ran twice from scratch.
+    names = [t["dirname"] for r in got["rows"] for t in r["trials"]]
+    assert len(names) == len(set(names)) == 6 and len(trial_dirs(sweep)) == 6
+    for trial in trial_dirs(sweep):
+        assert (trial / "train.log").read_text().count("posenc: training stopped on request") <= 1
+    assert {c.status for c in read_sweep(sweep).every_cell()} == {"ok"}
