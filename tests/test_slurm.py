@@ -182,6 +182,25 @@ def test_a_seeds_strategy_batch_goes_through_the_slurm_preset(root):
     assert "4 cells: 4 ok; seeds strategy: placement=none 2 seeds (" in output
 
 
+def test_a_tune_strategy_prunes_inside_slurm_jobs_through_the_shared_journal(root):
+    """hydra/sweeper=posenc_tune asks, the slurm preset runs each batch as an array job, and a trial
+    in its SLURM job reports to its row's study in the sweep directory's journal and is pruned there
+    (the trial and its pruning as tests/test_tune_sweeper.py sets them up)."""
+    sweep = root / "tune"
+    status, output = run(root, sweep, "budget=smoke", "budget.max_epoch=2", "budget.max_update=0",
+                         "placement=both,none", "hydra/sweeper=posenc_tune",
+                         "hydra.sweeper.search_space={optim.args.lr: {choices: [0.003, 1e-05]}}",
+                         "hydra.sweeper.trials=2", "hydra.sweeper.sampler_seed=2", "hydra.sweeper.pruner=median",
+                         "hydra.sweeper.pruner_startup_trials=1", "hydra.sweeper.seeds=1")
+    assert status == 0, output[-4000:]
+    trials = {name: r for name, r in records(sweep).items() if r.get("trial") is not None}
+    assert sorted((r["placement"], r["trial"], r["status"]) for r in trials.values()) == [
+        ("both", 0, "ok"), ("both", 1, "pruned"), ("none", 0, "ok"), ("none", 1, "pruned")]
+    assert all(r["error"].startswith("pruned by the median pruner") for r in trials.values() if r["trial"] == 1)
+    assert "tune strategy: batch of 2 trials" in output and "SLURM jobs " in output
+    assert "2 cells: 2 ok; tune strategy: placement=both 2 trials (1 pruned), best optim.args.lr=0.003" in output
+
+
 # --- a time limit, a requeue by the scheduler -----------------------------------------------------------
 
 # The cell's planned training: 1.6 minutes of training time (budget.max_time_min, summed over every job

@@ -92,7 +92,10 @@ def test_rows_tune_prune_and_run_their_best_values_seeds_and_trials_never_score_
     assert all(c.record["bleu"] is not None for c in read.cells) and len(read.trials) == 4
     table = (sweep / "table.md").read_text()
     assert "Tuned rows (hydra/sweeper=posenc_tune)" in table and "| placement=none | optim.args.lr=0.003 | 0 (" in table
-    assert "tuned" in (sweep / "results.csv").read_text().splitlines()[0]
+    rows = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--format", "csv"], capture_output=True, text=True)
+    header, *lines = rows.stdout.splitlines()
+    tuned = header.split(",").index("tuned")
+    assert [line.split(",")[tuned] for line in lines if line and not line.startswith("#")] == ["optim.args.lr=0.003"] * 2
     summary = out.stdout.strip().splitlines()[-1]
     assert summary == ("2 cells: 2 ok; tune strategy: placement=both 2 trials (1 pruned), best optim.args.lr=0.003; "
                        "placement=none 2 trials (1 pruned), best optim.args.lr=0.003")

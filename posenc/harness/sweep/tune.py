@@ -23,6 +23,7 @@ on; no finished trial or cell runs again.
 
 import logging
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,11 +142,12 @@ class TuneSweeper(Sweeper):
         self.naming = self.config.hydra.job.config.override_dirname
         returns, self.job_idx, launched = [], 0, set()
         while not STOP.requested:  # the trials, a batch at a time
+            started = time.perf_counter()
             batch = self.next_trials(rows, distributions, launched)
             self.write_state(rows)  # the state names the batch before it runs
             if not batch:
                 break
-            log.info(f"tune strategy: batch of {len(batch)} trials: "
+            log.info(f"tune strategy: batch of {len(batch)} trials (decided in {time.perf_counter() - started:.2f} s): "
                      + "; ".join(f"{row.label} trial={t['number']}" for row, t in batch))
             launched.update(t["dirname"] for _, t in batch)
             returns.append(self.launch([t["overrides"] for _, t in batch]))
@@ -194,6 +196,9 @@ class TuneSweeper(Sweeper):
                 raise StrategyError(f"{override.input_line}: the tune strategy sets {override.get_key_element()} "
                                     "itself; allowed: hydra.sweeper.trial_seed and hydra.sweeper.seeds")
         preset = [f"{k}={v}" for k, v in self.params.items() if k not in (SEED, TRIAL)]
+        if SEED in self.params:
+            log.info(f"tune strategy: the preset's seed={self.params[SEED]} is replaced by trial_seed="
+                     f"{self.trial_seed} for the trials and seeds 1..{self.counts['seeds']} for each row's best values")
         jobs = sweep_jobs(parser.parse_overrides(preset + list(arguments)))
         grid = {line.split("=", 1)[0].lstrip("+~") for job in jobs for line in job}
         for key in distributions:

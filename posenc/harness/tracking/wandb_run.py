@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from posenc.cells.layout import PROVENANCE_FILE, RESULT_FILE, TRAIN_LOG
-from posenc.cells.record import is_ok
+from posenc.cells.record import is_ok, is_pruned
 from posenc.harness.errors import ConfigError
 from posenc.harness.run.fairseq_logs import parse_record, wandb_metrics
 
@@ -157,10 +157,10 @@ class CellRun(NoRun):
 
     def finish(self, record) -> None:
         """Summary = the record's scalar fields (bleu, tok_bleu, valid_ppl, the long split's scores,
-        status, error...); a cell that did not end ok is a failed run (exit code 1)."""
+        status, error...); a cell that did not end ok (or pruned) is a failed run (exit code 1)."""
         try:
             self.run.summary.update(cell_summary(record))
-            self.run.finish(exit_code=0 if is_ok(record) else 1)
+            self.run.finish(exit_code=0 if is_ok(record) or is_pruned(record) else 1)  # pruned: finished, on purpose
             if not getattr(self.run, "disabled", False):  # WANDB_MODE=disabled logged nothing
                 (self.job_dir / RUN_ID_FILE).write_text(self.run.id + "\n", encoding="utf-8")
         except Exception as err:  # the cell's result.json is written already; W&B must not undo it
