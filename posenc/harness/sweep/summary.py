@@ -80,9 +80,11 @@ def summarize(sweep, interrupted_by: int = 0):
         line += "; seeds strategy: " + "; ".join(
             f"{r['row']} {len(r.get('seeds') or [])} seeds ({r.get('why') or 'going on'})"
             for r in sweep.strategy.get("rows", []) if not r.get("baseline"))
+    untuned = [r for r in (sweep.strategy or {}).get("rows", [])
+               if sweep.strategy.get("strategy") == "tune" and not r.get("best")]  # no values to run seeds with
     if interrupted_by:
         status = interrupted_by
-    elif failed or interrupted or running or missing:
+    elif failed or interrupted or running or missing or untuned:
         status = 1
     else:
         status = 0
