@@ -1,2 +1,2 @@
-"""A sweep's end (one report read from the sweep directory: its tables, W&B table and summary line)
-and the seeds strategy's sweeper."""
+"""A sweep's end (one report: its tables, W&B table and summary line) and the adaptive sweepers:
+the seeds strategy (``seeds``) and the tune strategy (``tune``)."""

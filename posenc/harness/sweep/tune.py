@@ -130,11 +130,14 @@ class TuneSweeper(Sweeper):
 
     def sweep(self, arguments):
         try:
-            distributions = self.check_settings()
-            rows = self.rows(arguments, distributions)
-        except StrategyError as err:
+            return self.run(arguments)
+        except StrategyError as err:  # settings it cannot run (nothing started), or a study another sweeper moved
             print(f"posenc-run: error: {err}", file=sys.stderr)
             sys.exit(2)
+
+    def run(self, arguments):
+        distributions = self.check_settings()
+        rows = self.rows(arguments, distributions)
         self.sweep_dir = Path(self.config.hydra.sweep.dir)
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, self.sweep_dir / PLAN_FILE)
@@ -152,7 +155,7 @@ class TuneSweeper(Sweeper):
             launched.update(t["dirname"] for _, t in batch)
             returns.append(self.launch([t["overrides"] for _, t in batch]))
         if not STOP.requested:
-            self.tell_finished(rows, launched)
+            self.tell_finished(rows)
             finals = self.final_cells(rows)
             self.write_state(rows)
             if finals:
@@ -237,7 +240,7 @@ class TuneSweeper(Sweeper):
         return {"number": number, "dirname": dirname, "overrides": overrides,
                 "values": dict(v.split("=", 1) for v in values), "state": "", "value": None, "error": ""}
 
-    def tell_finished(self, rows, launched: set) -> None:
+    def tell_finished(self, rows) -> None:
         """Tell each row's study what its trials' cells recorded (ok: its validation loss; pruned;
         failed); a trial whose cell has no outcome yet stays running, to be launched again."""
         for row in rows:
@@ -266,7 +269,7 @@ class TuneSweeper(Sweeper):
     def next_trials(self, rows, distributions, launched: set) -> list:
         """``[(row, trial cell), ...]`` to run next: the trials that never finished (a rerun), then
         new ones asked of each row's study, up to ``batch_trials`` a row and ``trials`` in all."""
-        self.tell_finished(rows, launched)
+        self.tell_finished(rows)
         batch = []
         for row in rows:
             running = [t for t in row.trials if t["state"] == RUNNING and t["dirname"] not in launched]
