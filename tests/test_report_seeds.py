@@ -154,3 +154,21 @@ def test_the_floor_is_what_holds_the_level_where_the_seeds_part_dominates(pool):
     # the floor-less rule rejects 0.067 (2.8 sd above 0.05) and the floor's 0.052; the bounds leave
     # a little room either way and fail a floor that does nothing.
     assert rates[7] <= 0.06 < rates[3], rates
+
+
+def test_the_tables_note_says_which_procedure_ran():
+    """The table's strategy note: a sweep with min_seeds (the calibrated procedure) is not told to
+    confirm its findings; a state from before min_seeds existed still is."""
+    from types import SimpleNamespace
+
+    from posenc.report.render import strategy_notes
+
+    settings = {"effect": 0.5, "test_size": None, "baseline": "placement=both", "pilot_seeds": 3,
+                "max_seeds": 10, "batch_seeds": 2}
+    def note(s):
+        return strategy_notes(SimpleNamespace(sweep=SimpleNamespace(strategy={"settings": s})))[0]
+
+    now = note({**settings, "min_seeds": 7})
+    assert "at least min_seeds = 7" in now and "Calibrated by simulation" in now and "confirm" not in now
+    before = note(settings)
+    assert "min_seeds =" not in before and "confirm it with a fixed-seed sweep" in before
