@@ -16,10 +16,11 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Four p
   components, measured by simulating the world at that size and Δ), its mean over the pilots, and
   the median booking against the truth's plan; the same for the plug-in;
 - adaptive (not run by default): the seeds strategy (``posenc.report.seeds.SeedsRule``, pilot 3,
-  batches of 2) as a sweep runs it, in the planning part's worlds at 1 and 3 times the pilot's
-  sentences plus one where max_seeds binds: sweeps at Δ = 0 and at the planned Δ, re-planned after
-  every batch, tested by the verdict at the stop (``posenc.report.simulate.adaptive``); the
-  false-positive rate, the delivered power and the seeds used against the truth's plan.
+  batches of 2, min_seeds 7 unless --min-seeds) as a sweep runs it, in the planning part's worlds
+  at 1 and 3 times the pilot's sentences plus one where max_seeds binds: sweeps at Δ = 0 and at
+  the planned Δ, re-planned after every batch, tested by the verdict at the stop
+  (``posenc.report.simulate.adaptive``); the false-positive rate, the delivered power and the
+  seeds used against the truth's plan.
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
 largest size must not exceed it.
@@ -164,8 +165,9 @@ def planning_part(pool, noise, pilots, seed, direct=300):
 ADAPTIVE_FACTORS, ADAPTIVE_MAX, BINDING = (1, 3), 100, (1.0, 1, 6)   # BINDING: (ratio, factor, max_seeds)
 
 
-def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking"):
-    """The seeds strategy as a sweep runs it (``SeedsRule``, pilot 3, batches of 2): per world (as in
+def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking", min_seeds=7):
+    """The seeds strategy as a sweep runs it (``SeedsRule``, pilot 3, batches of 2, ``min_seeds``,
+    capped by max_seeds): per world (as in
     the planning part: the truth needs TRUTH_SEEDS at the planned size), ``comparisons`` sweeps at
     Δ = 0 (false-positive rate) and as many at the planned Δ (delivered power, seeds used), against
     the fixed design of the truth's plan. ``quick``: one world, for a test of the script."""
@@ -182,7 +184,7 @@ def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking"
             effect = effect_needing(TRUTH_SEEDS, seed_var + sentence, shared, size)
         truth_plan = int(power_mod.plan(effect, seed_var + sentence, shared, size))
         seed_sd = float(np.sqrt(ratio * sentence_n / 2))   # per system: d_s holds two systems' seeds
-        rule = SeedsRule(pilot_seeds=3, max_seeds=most, batch_seeds=2)
+        rule = SeedsRule(pilot_seeds=3, max_seeds=most, batch_seeds=2, min_seeds=min_seeds)
         null, alt = (adaptive(pool, Setting(0, size, seed_sd, delta, noise), rule, effect, PILOT_SIZE, comparisons,
                               seed=seed + 10 * i + k, interim=interim) for k, delta in enumerate((0.0, effect)))
         used = alt["seeds"]
@@ -216,6 +218,8 @@ def main():
                         help="sweeps per Δ and world of the adaptive part (default 600)")
     parser.add_argument("--interim", choices=("booking", "plug-in", "pilot", "grow"), default="booking",
                         help="the adaptive part's plan after the pilot (simulate.adaptive; default booking)")
+    parser.add_argument("--min-seeds", type=int, default=7,
+                        help="the adaptive part's min_seeds (SeedsRule; default 7, as the sweeper's; 3: no floor)")
     parser.add_argument("--quick", action="store_true", help="the adaptive part's first world only (a test)")
     parser.add_argument("--only", default="null,effects,planning",
                         help="parts to run, of null, effects, planning, adaptive (default the first three)")
@@ -246,8 +250,9 @@ def main():
                                             for f, (e, sp, h) in truth.items()),
                   "", *plans, ""]
     if "adaptive" in parts:
-        lines += [f"## The seeds strategy, adaptive stop included, {args.noise} errors, interim: {args.interim}", "",
-                  *adaptive_part(pool, args.noise, args.adaptive, 12000, args.quick, args.interim), ""]
+        lines += [f"## The seeds strategy, adaptive stop included, {args.noise} errors, interim: {args.interim}, "
+                  f"min_seeds {args.min_seeds}", "",
+                  *adaptive_part(pool, args.noise, args.adaptive, 12000, args.quick, args.interim, args.min_seeds), ""]
     wall = time.perf_counter() - started
     head = ["- Command: `OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/calibrate_significance.py "
             + " ".join(sys.argv[1:]) + "`",

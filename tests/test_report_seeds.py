@@ -15,7 +15,7 @@ def test_the_pilot_comes_first_whatever_the_plan():
 
 
 def test_batches_up_to_the_plan_then_stop_there():
-    rule = SeedsRule(pilot_seeds=3, max_seeds=10, batch_seeds=2)
+    rule = SeedsRule(pilot_seeds=3, max_seeds=10, batch_seeds=2, min_seeds=3)
     assert rule.next(3, 8) == Step(5, "")
     assert rule.next(5, 8) == Step(7, "")
     assert rule.next(7, 8) == Step(8, "")       # the last batch only to the plan
@@ -23,6 +23,27 @@ def test_batches_up_to_the_plan_then_stop_there():
     assert (step.seeds, step.stopped) == (8, PLAN) and "8" in step.why
     assert rule.next(5, 4).stopped == PLAN      # a plan that fell below the seeds the row has
     assert rule.next(5, 4).seeds == 5
+
+
+def test_no_row_stops_below_min_seeds_whatever_its_plan():
+    rule = SeedsRule(pilot_seeds=3, max_seeds=10, batch_seeds=2)     # min_seeds 7 by default
+    assert rule.floor == 7
+    assert rule.next(3, 3) == Step(5, "")       # the plan is met at the pilot: the row goes on
+    assert rule.next(5, 2) == Step(7, "")
+    assert rule.next(6, 4) == Step(7, "")       # (a seed failed) only up to the floor
+    step = rule.next(7, 4)
+    assert (step.seeds, step.stopped) == (7, PLAN)
+    assert rule.next(7, 9) == Step(9, "")       # above the floor the plan decides as before
+    assert rule.next(3, 2000, ">1000") == Step(5, "")
+    assert rule.next(7, 2000, ">1000") == Step(9, "")
+
+
+def test_the_floor_gives_way_to_max_seeds_and_to_the_pilot():
+    assert SeedsRule(pilot_seeds=3, max_seeds=6, batch_seeds=2).floor == 6
+    step = SeedsRule(pilot_seeds=3, max_seeds=6, batch_seeds=2).next(6, 3)
+    assert (step.seeds, step.stopped) == (6, PLAN)
+    assert SeedsRule(pilot_seeds=4, max_seeds=10, min_seeds=2).floor == 4
+    assert SeedsRule(pilot_seeds=4, max_seeds=10, min_seeds=2).next(4, 3).stopped == PLAN
 
 
 def test_max_seeds_stops_a_plan_that_wants_more_and_says_so():
@@ -35,9 +56,14 @@ def test_max_seeds_stops_a_plan_that_wants_more_and_says_so():
     assert rule.next(6, 6).stopped == PLAN      # a plan of exactly max_seeds is met, not cut
 
 
-def test_no_plan_stops_after_the_pilot():
-    step = SeedsRule().next(3, None)
-    assert (step.seeds, step.stopped) == (3, NO_PLAN) and "no number of seeds" in step.why
+def test_no_plan_goes_on_to_the_floor_and_stops_there():
+    rule = SeedsRule()      # pilot 3, batches of 2, min_seeds 7
+    assert rule.next(3, None) == Step(5, "")    # a pilot's "no plan" is planned again with more seeds
+    assert rule.next(5, None) == Step(7, "")
+    step = rule.next(7, None)
+    assert (step.seeds, step.stopped) == (7, NO_PLAN) and "no number of seeds" in step.why
+    step = SeedsRule(min_seeds=3).next(3, None)
+    assert (step.seeds, step.stopped) == (3, NO_PLAN)
 
 
 @pytest.mark.parametrize(("rule", "words"), [
@@ -45,6 +71,8 @@ def test_no_plan_stops_after_the_pilot():
     (SeedsRule(max_seeds=0), "max_seeds=0 is not allowed"),
     (SeedsRule(pilot_seeds=0), "pilot_seeds=0 is not allowed"),
     (SeedsRule(batch_seeds=0), "batch_seeds=0 is not allowed"),
+    (SeedsRule(min_seeds=0), "min_seeds=0 is not allowed"),
+    (SeedsRule(min_seeds=6.5), "min_seeds=6.5 is not allowed"),
     (SeedsRule(pilot_seeds=True), "pilot_seeds=True is not allowed"),
     (SeedsRule(batch_seeds=False), "batch_seeds=False is not allowed"),
     (SeedsRule(max_seeds=2.5), "max_seeds=2.5 is not allowed"),
@@ -57,6 +85,7 @@ def test_problem_names_the_value_in_one_line(rule, words):
 
 def test_good_values_have_no_problem():
     assert SeedsRule().problem() == "" and SeedsRule(2, 2, 1).problem() == ""
+    assert SeedsRule(2, 2, 1, min_seeds=1).problem() == ""
 
 
 SENTENCES = 400
@@ -73,8 +102,8 @@ def pool():
 
 def test_the_adaptive_procedure_holds_its_level_and_delivers_its_power(pool):
     """Rows whose seeds' own part equals the sentence part, planned for a Δ that the truth needs
-    about 6 seeds for on this test set, run by the rule (pilot 3, batches of 2, max_seeds 30 that
-    does not bind) and tested by the verdict at the stop."""
+    about 6 seeds for on this test set, run by the rule (pilot 3, batches of 2, min_seeds 7,
+    max_seeds 30 that does not bind) and tested by the verdict at the stop."""
     from scipy import optimize
 
     from posenc.report import power as power_mod
@@ -98,4 +127,48 @@ def test_the_adaptive_procedure_holds_its_level_and_delivers_its_power(pool):
     # What it costs: the plan books more than the truth's 6 seeds on average (the pilot's spread at its
     # upper limit), but the rule stops every row by its plan, max_seeds or "no plan".
     assert 6 <= alt["seeds"].mean() <= 20 and (alt["stopped"] > 0).all()
-    assert (alt["seeds"] >= 3).all() and (alt["seeds"] <= 30).all()
+    assert (alt["seeds"] >= 7).all() and (alt["seeds"] <= 30).all() and (null["seeds"] >= 7).all()
+
+
+def test_the_floor_is_what_holds_the_level_where_the_seeds_part_dominates(pool):
+    """Rows whose seeds' own part is 4 times the sentence part, planned for a Δ the truth needs about
+    6 seeds for: without the floor (min_seeds = pilot) many rows stop at 3 or 5 seeds whose spread
+    agreed by chance, and the verdict at the stop rejects too often; with min_seeds 7 it holds."""
+    from scipy import optimize
+
+    from posenc.report import power as power_mod
+    from posenc.report.simulate import Setting, adaptive, simulate
+    from posenc.report.verdict import split_variance
+
+    world = simulate(pool, Setting(10, SENTENCES, 0.0, 0.0), 100, seed=1)
+    sentence, shared = (float(np.mean(x)) for x in split_variance(world["var_test"], world["var_test_seed"], 10))
+    seed_sd = float(np.sqrt(4 * sentence / 2))
+    effect = optimize.brentq(lambda d: power_mod.power_of(d, 6, 5 * sentence, shared, SENTENCES) - 0.8, 1e-3, 50)
+    rates = {}
+    for floor in (3, 7):
+        rule = SeedsRule(pilot_seeds=3, max_seeds=30, batch_seeds=2, min_seeds=floor)
+        null = adaptive(pool, Setting(0, SENTENCES, seed_sd, 0.0), rule, effect, comparisons=1500, seed=4)
+        rates[floor] = float(np.mean(null["p"] < 0.05))
+        assert (null["seeds"] >= floor).all()
+    # Over 1500 sweeps a rate has sd 0.006 near 0.05. With these seeds (fixed, so the outcome is too)
+    # the floor-less rule rejects 0.067 (2.8 sd above 0.05) and the floor's 0.052; the bounds leave
+    # a little room either way and fail a floor that does nothing.
+    assert rates[7] <= 0.06 < rates[3], rates
+
+
+def test_the_tables_note_says_which_procedure_ran():
+    """The table's strategy note: a sweep with min_seeds (the calibrated procedure) is not told to
+    confirm its findings; a state from before min_seeds existed still is."""
+    from types import SimpleNamespace
+
+    from posenc.report.render import strategy_notes
+
+    settings = {"effect": 0.5, "test_size": None, "baseline": "placement=both", "pilot_seeds": 3,
+                "max_seeds": 10, "batch_seeds": 2}
+    def note(s):
+        return strategy_notes(SimpleNamespace(sweep=SimpleNamespace(strategy={"settings": s})))[0]
+
+    now = note({**settings, "min_seeds": 7})
+    assert "at least min_seeds = 7" in now and "Calibrated by simulation" in now and "confirm" not in now
+    before = note(settings)
+    assert "min_seeds =" not in before and "confirm it with a fixed-seed sweep" in before

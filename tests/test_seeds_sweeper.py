@@ -47,6 +47,7 @@ def state(sweep):
     (["hydra.sweeper.baseline='pe=rope'"], "hydra.sweeper.baseline=pe=rope: no row of the sweep is compared with a "
                                          "pe=rope row"),
     (["hydra.sweeper.test_size=0"], "hydra.sweeper.test_size=0 is not allowed"),
+    (["hydra.sweeper.min_seeds=0"], "hydra.sweeper.min_seeds=0 is not allowed; allowed: a whole number >= 1"),
 ])
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     sweep = tmp_path / "sweep"

@@ -64,10 +64,10 @@ class RowState:
 
 class SeedsSweeper(Sweeper):
     def __init__(self, params=None, effect: float = DEFAULT_EFFECT, pilot_seeds: int = 3, max_seeds: int = 10,
-                 batch_seeds: int = 2, test_size=None, baseline: str = "placement=both"):
+                 batch_seeds: int = 2, test_size=None, baseline: str = "placement=both", min_seeds: int = 7):
         self.params = dict(params or {})
         self.effect, self.test_size, self.baseline_text = effect, test_size, baseline
-        self.rule = SeedsRule(pilot_seeds, max_seeds, batch_seeds)
+        self.rule = SeedsRule(pilot_seeds, max_seeds, batch_seeds, min_seeds)
         self.config = self.launcher = self.hydra_context = None
 
     def setup(self, *, hydra_context, task_function, config) -> None:
@@ -131,7 +131,7 @@ class SeedsSweeper(Sweeper):
         """The strategy's settings as its state keeps them."""
         return {"effect": float(self.effect), "test_size": self.test_size, "baseline": str(self.baseline_text),
                 "pilot_seeds": self.rule.pilot_seeds, "max_seeds": self.rule.max_seeds,
-                "batch_seeds": self.rule.batch_seeds}
+                "batch_seeds": self.rule.batch_seeds, "min_seeds": self.rule.min_seeds}
 
     def rows(self, arguments, settings) -> list:
         """The grid's rows (every job's overrides without seed), each with its baseline row."""
