@@ -95,7 +95,8 @@ def test_rows_tune_prune_and_run_their_best_values_seeds_and_trials_never_score_
     rows = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--format", "csv"], capture_output=True, text=True)
     header, *lines = rows.stdout.splitlines()
     tuned = header.split(",").index("tuned")
-    assert [line.split(",")[tuned] for line in lines if line and not line.startswith("#")] == ["optim.args.lr=0.003"] * 2
+    chosen = [line.split(",")[tuned] for line in lines if line and not line.startswith("#")]
+    assert chosen == ["optim.args.lr=0.003"] * 2
     summary = out.stdout.strip().splitlines()[-1]
     assert summary == ("2 cells: 2 ok; tune strategy: placement=both 2 trials (1 pruned), best optim.args.lr=0.003; "
                        "placement=none 2 trials (1 pruned), best optim.args.lr=0.003")
