@@ -78,3 +78,19 @@ def test_an_old_cell_with_another_configuration_is_run_again(tmp_path):
     cell = resolve_cell(cfg)
     assert finished_result(job, cell) is None
     assert resume.plan(job, cell).action == "fresh" and not (job / CHECKPOINTS).exists()
+
+
+def test_a_null_trial_hashes_as_the_configs_before_the_key_existed():
+    """``trial`` came with the tune strategy: a cell that is no trial keeps the hashes it had before
+    (its finished result and checkpoints are kept); a trial is a cell of its own."""
+    from omegaconf import open_dict
+
+    from posenc.harness.hashing import config_hash, training_hash
+    cfg = compose_cfg("experiment=table4_transformer", "placement=none", "seed=2")
+    before = cfg.copy()
+    with open_dict(before):
+        del before["trial"]  # the config as it was composed before the key existed
+    assert "trial" in cfg and cfg.trial is None
+    assert config_hash(cfg) == config_hash(before) and training_hash(cfg) == training_hash(before)
+    assert config_hash(compose_cfg("experiment=table4_transformer", "placement=none", "seed=2", "trial=0")) \
+        != config_hash(cfg)

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 
 from omegaconf import OmegaConf
 
-from posenc.cells.keys import NOT_OUTCOME, NOT_TRAINING
+from posenc.cells.keys import NOT_OUTCOME, NOT_TRAINING, NULL_IS_ABSENT
 
 
 def config_hash(cfg, ignore=()) -> str:
     """Fingerprint of everything that determines a cell's outcome (the resolved config without
-    the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``)."""
+    the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``, and the NULL_IS_ABSENT keys while
+    they are null)."""
     return digest(hashed_config(cfg, ignore))
 
 
@@ -42,7 +43,7 @@ def hashed_config(cfg, ignore=()) -> dict:
     exist only inside a job)."""
     skip = set(NOT_OUTCOME) | set(ignore)
     data = {key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
-            for key in cfg if key not in skip}
+            for key in cfg if key not in skip and not (key in NULL_IS_ABSENT and cfg[key] is None)}
     for dotted in (k for k in skip if "." in k):
         *parents, leaf = dotted.split(".")
         node = data
