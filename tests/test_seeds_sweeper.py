@@ -35,6 +35,20 @@ def run(sweep, cache, *args, timeout=900):
                           timeout=timeout)
 
 
+def stopped_once(sweep, cache, args, when: str) -> None:
+    """Start the sweep, and SIGTERM its whole process group (as SLURM or a Ctrl-C would) as soon as
+    a file matching ``when`` appears under it; the sweep must exit non-zero."""
+    proc = subprocess.Popen(command(sweep, *args), cwd=REPO, env=environment(cache), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not list(sweep.glob(when)):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+        time.sleep(1)
+    os.killpg(proc.pid, signal.SIGTERM)
+    output = proc.communicate(timeout=300)[0]
+    assert proc.returncode != 0, output[-3000:]
+
+
 def state(sweep):
     return json.loads((sweep / STRATEGY_FILE).read_text())
 
@@ -95,15 +109,7 @@ def test_rows_run_their_pilot_then_their_plan_and_a_rerun_trains_nothing(tmp_pat
 def test_a_sweeper_stopped_mid_study_continues_where_it_stopped(tmp_path):
     sweep, cache = tmp_path / "sweep", tmp_path / "cache"
     args = (*SMOKE, *STRATEGY, *TINY_EFFECT, "budget.max_epoch=3")
-    proc = subprocess.Popen(command(sweep, *args), cwd=REPO, env=environment(cache), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    deadline = time.monotonic() + 600
-    while not list(sweep.glob("*seed=4/train.log")):  # the second batch is training
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
-        time.sleep(1)
-    os.killpg(proc.pid, signal.SIGTERM)  # as SLURM or a Ctrl-C would: the whole process group
-    output = proc.communicate(timeout=300)[0]
-    assert proc.returncode != 0, output[-3000:]
+    stopped_once(sweep, cache, args, "*seed=4/train.log")  # the second batch is training
     pilot = {p: p.stat().st_mtime_ns for p in sweep.glob("*seed=[123]/result.json")}
     assert len(pilot) == 6 and all(json.loads(p.read_text())["status"] == "ok" for p in pilot)
     assert {json.loads(p.read_text())["status"] for p in sweep.glob("*seed=4/result.json")} <= {"interrupted"}

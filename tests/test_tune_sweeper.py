@@ -3,10 +3,7 @@ cells on the joblib launcher (smoke budget): trials never score test, a worse tr
 with a save, the best values run their seeds; killed and rerun; and its refusals."""
 
 import json
-import os
-import signal
 import subprocess
-import time
 
 import optuna
 import pytest
@@ -16,8 +13,8 @@ from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import TUNE_FILE
 from posenc.cells.sweep import read_sweep
 from posenc.harness import study as studies
-from project import BIN, REPO
-from test_seeds_sweeper import command, environment, run
+from project import BIN
+from test_seeds_sweeper import run, stopped_once
 
 GRID = ["hydra/sweeper=posenc_tune", "budget=smoke", "placement=both,none", "hydra/launcher=joblib",
         "hydra.launcher.n_jobs=2"]
@@ -115,15 +112,7 @@ def test_a_sweeper_stopped_mid_study_continues_with_the_same_proposals(tmp_path)
     space = {"optim.args.lr": {"low": 1e-4, "high": 1e-2, "log": True}}
     args = (*GRID, "hydra.sweeper.search_space={optim.args.lr: {low: 1e-4, high: 1e-2, log: true}}",
             "hydra.sweeper.trials=3", "hydra.sweeper.seeds=1", "budget.max_epoch=2")
-    proc = subprocess.Popen(command(sweep, *args), cwd=REPO, env=environment(cache), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    deadline = time.monotonic() + 600
-    while not list(sweep.glob("*trial=1/train.log")):  # the second batch is training
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
-        time.sleep(1)
-    os.killpg(proc.pid, signal.SIGTERM)  # as SLURM or a Ctrl-C would: the whole process group
-    output = proc.communicate(timeout=300)[0]
-    assert proc.returncode != 0, output[-3000:]
+    stopped_once(sweep, cache, args, "*trial=1/train.log")  # the second batch is training
     first = {p: p.stat().st_mtime_ns for p in sweep.glob("*trial=0/result.json")}
     assert len(first) == 2 and all(json.loads(p.read_text())["status"] == "ok" for p in first)
     again = run(sweep, cache, *args)

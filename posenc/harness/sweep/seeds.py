@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 
 from posenc.atomic import write_json_atomic
@@ -30,6 +29,7 @@ from posenc.cells.plan import PLAN_FILE, STRATEGY_FILE, override_dirname, sweep_
 from posenc.cells.record import is_ok
 from posenc.cells.sweep import read_sweep
 from posenc.harness.run.signals import STOP
+from posenc.harness.sweep.launching import LaunchingSweeper
 from posenc.report.power import DEFAULT_EFFECT, MAX_SEEDS
 from posenc.report.rows import Settings, baselines, parse_baseline
 from posenc.report.seeds import CELLS_FAILED, UNTESTABLE, SeedsRule
@@ -62,19 +62,12 @@ class RowState:
         return self.dirnames[seed]
 
 
-class SeedsSweeper(Sweeper):
+class SeedsSweeper(LaunchingSweeper):
     def __init__(self, params=None, effect: float = DEFAULT_EFFECT, pilot_seeds: int = 3, max_seeds: int = 10,
                  batch_seeds: int = 2, test_size=None, baseline: str = "placement=both", min_seeds: int = 7):
         self.params = dict(params or {})
         self.effect, self.test_size, self.baseline_text = effect, test_size, baseline
         self.rule = SeedsRule(pilot_seeds, max_seeds, batch_seeds, min_seeds)
-        self.config = self.launcher = self.hydra_context = None
-
-    def setup(self, *, hydra_context, task_function, config) -> None:
-        from hydra.core.plugins import Plugins
-        self.hydra_context, self.config = hydra_context, config
-        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
-                                                                task_function=task_function, config=config)
 
     def sweep(self, arguments):
         try:
@@ -88,7 +81,7 @@ class SeedsSweeper(Sweeper):
         OmegaConf.save(self.config, sweep_dir / PLAN_FILE)
         parser = OverridesParser.create()
         naming = self.config.hydra.job.config.override_dirname
-        returns, job_idx = [], 0
+        returns = []
         while not STOP.requested:
             batch = self.next_batch(rows, sweep_dir, settings, naming, parser)
             for row, seed in batch:
@@ -99,10 +92,7 @@ class SeedsSweeper(Sweeper):
             jobs = [row.overrides + [f"{SEED}={seed}"] for row, seed in batch]
             log.info(f"seeds strategy: batch of {len(jobs)}: "
                      + "; ".join(f"{row.label} seed={seed}" for row, seed in batch))
-            self.validate_batch_is_legal(jobs)
-            results = self.launcher.launch(jobs, initial_job_idx=job_idx)
-            job_idx += len(jobs)
-            returns.append(results)
+            returns.append(self.launch(jobs))
         return returns
 
     # --- what the strategy is asked ----------------------------------------------------------------

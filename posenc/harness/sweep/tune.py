@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.plugins.sweeper import Sweeper
 from omegaconf import OmegaConf
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
@@ -38,6 +37,7 @@ from posenc.cells.plan import PLAN_FILE, TUNE_FILE, override_dirname, sweep_jobs
 from posenc.cells.record import Record, is_failed, is_ok, is_pruned
 from posenc.harness import study as studies
 from posenc.harness.run.signals import STOP
+from posenc.harness.sweep.launching import LaunchingSweeper
 from posenc.harness.sweep.seeds import SEED, StrategyError, value_in
 from posenc.report.rows import parse_baseline
 
@@ -108,7 +108,7 @@ def override_text(key: str, value) -> str:
     return f"{key}={value}"
 
 
-class TuneSweeper(Sweeper):
+class TuneSweeper(LaunchingSweeper):
     def __init__(self, params=None, search_space=None, trials: int = 8, batch_trials: int = 1,
                  startup_trials: int = 4, sampler_seed: int = 0, pruner=None, prune_from_epoch: int = 1,
                  pruner_startup_trials: int = 2, trial_seed: int = 0, seeds: int = 3,
@@ -120,13 +120,6 @@ class TuneSweeper(Sweeper):
                        "prune_from_epoch": prune_from_epoch, "pruner_startup_trials": pruner_startup_trials,
                        "seeds": seeds}
         self.sampler_seed, self.trial_seed, self.pruner_name, self.baseline = sampler_seed, trial_seed, pruner, baseline
-        self.config = self.launcher = self.hydra_context = None
-
-    def setup(self, *, hydra_context, task_function, config) -> None:
-        from hydra.core.plugins import Plugins
-        self.hydra_context, self.config = hydra_context, config
-        self.launcher = Plugins.instance().instantiate_launcher(hydra_context=hydra_context,
-                                                                task_function=task_function, config=config)
 
     def sweep(self, arguments):
         try:
@@ -143,7 +136,7 @@ class TuneSweeper(Sweeper):
         OmegaConf.save(self.config, self.sweep_dir / PLAN_FILE)
         self.parser = OverridesParser.create()
         self.naming = self.config.hydra.job.config.override_dirname
-        returns, self.job_idx, launched = [], 0, set()
+        returns, launched = [], set()
         while not STOP.requested:  # the trials, a batch at a time
             started = time.perf_counter()
             batch = self.next_trials(rows, distributions, launched)
@@ -163,12 +156,6 @@ class TuneSweeper(Sweeper):
                          + "; ".join(f"{row.label} seed={seed}" for row, seed, _ in finals))
                 returns.append(self.launch([overrides for _, _, overrides in finals]))
         return returns
-
-    def launch(self, jobs):
-        self.validate_batch_is_legal(jobs)
-        results = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
-        self.job_idx += len(jobs)
-        return results
 
     # --- what the strategy is asked ----------------------------------------------------------------
 
