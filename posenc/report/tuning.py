@@ -66,8 +66,10 @@ def tune_table(report):
         chosen = " ".join(f"{k}={v}" for k, v in best["values"].items()) if best else "-"
         best_text = f"{best['number']} ({best['value']:.3f})" if best else "no trial finished"
         cost = device_hours([records[t["dirname"]] for t in trials if t["dirname"] in records])
-        body.append([row["row"], chosen, best_text, f"{len(trials)}: {_counts(trials)}", cost,
-                     str(len(row.get("seeds") or []))])
+        seeds = str(len(row.get("seeds") or []))
+        if row.get("plan"):  # sized by the seeds strategy: why it stopped
+            seeds += f" ({row['plan'].get('why') or 'going on'})"
+        body.append([row["row"], chosen, best_text, f"{len(trials)}: {_counts(trials)}", cost, seeds])
     return headers, body
 
 
@@ -79,8 +81,18 @@ def tune_notes(report) -> list:
             f"(TPE, {s.get('startup_trials')} random trials first, sampler seed {s.get('sampler_seed')}; {pruner}) "
             f"over {', '.join(space)}: {s.get('trials')} trials a row, each trained with seed {s.get('trial_seed')} "
             f"and judged by its validation loss, never by the test split; the scores above are the chosen values' "
-            f"own seeds (1-{s.get('seeds')}), which no trial trained with. Trials' cost: cell wall time (GPU hours "
+            + (planned_seeds(s) if s.get("seeds_strategy") else f"own seeds (1-{s.get('seeds')}), ")
+            + "which no trial trained with. "
+            + "Trials' cost: cell wall time (GPU hours "
             "count each GPU). posenc-table --trials lists every trial."]
+
+
+def planned_seeds(settings: dict) -> str:
+    plan = settings["seeds_strategy"]
+    return (f"own seeds, sized by the seeds strategy (|Δ| = {plan.get('effect')} BLEU against "
+            f"{settings.get('baseline')}, "
+            f"{plan.get('pilot_seeds')} pilot seeds, then batches of {plan.get('batch_seeds')} until the plan, at "
+            f"least {plan.get('min_seeds')} and at most {plan.get('max_seeds')}; the power section is its last plan), ")
 
 
 def trials_table(sweep):

@@ -20,11 +20,13 @@ from posenc.report.table import SWEEP_END, sweep_end_report, write_sweep_tables
 
 def report_settings(strategy):
     """The sweep-end table's settings: a seeds strategy's plans as it planned; a tune strategy's
-    baseline; any other sweep's the defaults."""
+    baseline (or its seeds strategy's plans); any other sweep's the defaults."""
     if not strategy:
         return SWEEP_END
-    if strategy.get("strategy") == "tune":
-        return replace(SWEEP_END, baseline=parse_baseline(strategy["settings"]["baseline"]))
+    if strategy.get("strategy") == "tune":  # its seeds sized by the seeds strategy: that strategy's plans
+        planned = strategy["settings"].get("seeds_strategy")
+        return strategy_settings(planned) if planned else \
+            replace(SWEEP_END, baseline=parse_baseline(strategy["settings"]["baseline"]))
     return strategy_settings(strategy["settings"])
 
 

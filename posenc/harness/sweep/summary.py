@@ -29,7 +29,9 @@ def tune_summary(row: dict) -> str:
                        (("PRUNED", PRUNED), ("FAIL", FAILED), ("RUNNING", "unfinished")) if state in states)
     best = row.get("best")
     chosen = ("best " + " ".join(f"{k}={v}" for k, v in best["values"].items())) if best else "no trial finished"
-    return f"{row['row']} {len(states)} trials" + (f" ({counts})" if counts else "") + f", {chosen}"
+    plan = row.get("plan")  # the best values' seeds sized by the seeds strategy
+    planned = f", {len(row.get('seeds') or [])} seeds ({plan.get('why') or 'going on'})" if plan else ""
+    return f"{row['row']} {len(states)} trials" + (f" ({counts})" if counts else "") + f", {chosen}{planned}"
 
 
 def summarize(sweep, interrupted_by: int = 0):

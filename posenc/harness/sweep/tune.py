@@ -7,7 +7,8 @@ optional median or ASHA pruner on each epoch's validation loss). A trial is an o
 (``...,trial=N``) with the proposed values as overrides; it trains and validates, its objective is
 its validation loss, and it never scores the test split. Batches of trials (``batch_trials`` per
 row, every row's together) go through whatever launcher is configured. After ``trials`` trials per
-row, each row's best values run ``seeds`` seeds (1..seeds: seeds no trial trained with), scored on
+row, each row's best values run ``seeds`` seeds (1..seeds: seeds no trial trained with), or as many
+as the seeds strategy plans (``seeds_strategy``: its settings; the same rule and planner), scored on
 test as any cell: the table of the sweep is theirs.
 
 Why not hydra-optuna-sweeper: it runs one study for the whole sweep (one objective over every
@@ -21,6 +22,7 @@ tells the studies what finished, relaunches the trials that never did (their cel
 on; no finished trial or cell runs again.
 """
 
+import inspect
 import logging
 import sys
 import time
@@ -38,7 +40,7 @@ from posenc.cells.record import Record, is_failed, is_ok, is_pruned
 from posenc.harness import study as studies
 from posenc.harness.run.signals import STOP
 from posenc.harness.sweep.launching import LaunchingSweeper
-from posenc.harness.sweep.seeds import SEED, StrategyError, value_in
+from posenc.harness.sweep.seeds import SEED, RowState, SeedsSweeper, StrategyError, value_in
 from posenc.report.rows import parse_baseline
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,7 @@ class TuneRow:
     trials: list = field(default_factory=list)   # {"number", "dirname", "overrides", "values", "state", ...}
     best: dict = None    # {"number", "values", "value"} once a trial finished ok
     seeds: list = field(default_factory=list)    # final seeds launched
+    plan: dict = None    # with seeds_strategy: the last plan of its seeds ({"planned", "stopped", "why"})
 
 
 def space_distributions(space: dict) -> dict:
@@ -112,7 +115,7 @@ class TuneSweeper(LaunchingSweeper):
     def __init__(self, params=None, search_space=None, trials: int = 8, batch_trials: int = 1,
                  startup_trials: int = 4, sampler_seed: int = 0, pruner=None, prune_from_epoch: int = 1,
                  pruner_startup_trials: int = 2, trial_seed: int = 0, seeds: int = 3,
-                 baseline: str = "placement=both"):
+                 baseline: str = "placement=both", seeds_strategy=None):
         self.params = dict(params or {})
         self.space = OmegaConf.to_container(search_space) if OmegaConf.is_config(search_space) \
             else dict(search_space or {})
@@ -120,6 +123,9 @@ class TuneSweeper(LaunchingSweeper):
                        "prune_from_epoch": prune_from_epoch, "pruner_startup_trials": pruner_startup_trials,
                        "seeds": seeds}
         self.sampler_seed, self.trial_seed, self.pruner_name, self.baseline = sampler_seed, trial_seed, pruner, baseline
+        # The best values' seeds sized by the seeds strategy's rule instead of a fixed count: its settings.
+        self.seeds_strategy = OmegaConf.to_container(seeds_strategy) if OmegaConf.is_config(seeds_strategy) \
+            else seeds_strategy
 
     def sweep(self, arguments):
         try:
@@ -147,7 +153,10 @@ class TuneSweeper(LaunchingSweeper):
                      + "; ".join(f"{row.label} trial={t['number']}" for row, t in batch))
             launched.update(t["dirname"] for _, t in batch)
             returns.append(self.launch([t["overrides"] for _, t in batch]))
-        if not STOP.requested:
+        if not STOP.requested and self.seeds_strategy is not None:
+            self.tell_finished(rows)
+            returns += self.seeds_by_plan(rows)
+        elif not STOP.requested:
             self.tell_finished(rows)
             finals = self.final_cells(rows)
             self.write_state(rows)
@@ -170,6 +179,8 @@ class TuneSweeper(LaunchingSweeper):
         if self.pruner_name is not None and self.pruner_name not in studies.PRUNERS:
             raise StrategyError(f"hydra.sweeper.pruner={self.pruner_name!r} is not allowed; allowed: null, "
                                 + ", ".join(studies.PRUNERS))
+        if self.seeds_strategy is not None:
+            self.planner().settings()  # its own refusals, named hydra.sweeper.<key> as the seeds strategy names them
         try:
             parse_baseline(str(self.baseline))
         except ValueError as err:
@@ -275,6 +286,53 @@ class TuneSweeper(LaunchingSweeper):
                 batch.append((row, cell))
         return batch
 
+    def planner(self) -> SeedsSweeper:
+        """The seeds strategy that sizes the best values' seeds (``seeds_strategy``'s settings)."""
+        settings = self.seeds_strategy
+        allowed = set(inspect.signature(SeedsSweeper).parameters) - {"params", "baseline"}
+        if not isinstance(settings, dict) or set(settings) - allowed:
+            unknown = sorted(set(settings) - allowed) if isinstance(settings, dict) else [repr(settings)]
+            raise StrategyError(f"hydra.sweeper.seeds_strategy: {unknown[0]} is not a setting of the seeds strategy; "
+                                f"allowed: null or a dict of {', '.join(sorted(allowed))}")
+        return SeedsSweeper(baseline=self.baseline, **settings)
+
+    def seeds_by_plan(self, rows) -> list:
+        """The best values' seeds, batch by batch, as the seeds strategy plans them: each row's
+        comparison with its baseline row (both at their own best values), planned from its seeds'
+        variance after each batch, until its plan or max_seeds. Returns the launcher's results."""
+        planner = self.planner()
+        settings = planner.settings()
+        base_key, base_value = settings.baseline
+        states = {}
+        for row in rows:
+            if row.best is not None:
+                values = [f"{k}={v}" for k, v in row.best["values"].items()]
+                states[row.index] = RowState(row.overrides + values, row.label,
+                                             baseline=str(value_in(row.overrides, base_key)) == str(base_value))
+        for row in rows:  # a row's baseline: the row equal to it in every grid value but the baseline's key
+            state = states.get(row.index)
+            rest = [o for o in row.overrides if o.split("=", 1)[0] != base_key]
+            if state is not None and not state.baseline:
+                state.base = next((states[r.index] for r in rows if r.index in states and states[r.index].baseline
+                                   and [o for o in r.overrides if o.split("=", 1)[0] != base_key] == rest), None)
+        returns = []
+        while not STOP.requested:
+            batch = planner.next_batch(list(states.values()), self.sweep_dir, settings, self.naming, self.parser)
+            for state, seed in batch:
+                state.tried.add(seed)
+            for row in rows:
+                state = states.get(row.index)
+                if state is not None:
+                    row.seeds = sorted(set(state.ok_seeds) | state.tried)
+                    row.plan = {"planned": state.planned, "stopped": state.stopped, "why": state.why}
+            self.write_state(rows)
+            if not batch:
+                break
+            log.info(f"tune strategy: the best values' seeds as planned, batch of {len(batch)}: "
+                     + "; ".join(f"{state.label} seed={seed}" for state, seed in batch))
+            returns.append(self.launch([state.overrides + [f"{SEED}={seed}"] for state, seed in batch]))
+        return returns
+
     def final_cells(self, rows) -> list:
         """``[(row, seed, overrides)]``: each row's best values with seeds 1..seeds, where not ok yet."""
         out = []
@@ -302,10 +360,11 @@ class TuneSweeper(LaunchingSweeper):
         write_json_atomic(self.sweep_dir / TUNE_FILE, {
             "strategy": "tune",
             "settings": {**self.counts, "sampler_seed": self.sampler_seed, "trial_seed": self.trial_seed,
-                         "pruner": self.pruner_name, "baseline": str(self.baseline)},
+                         "pruner": self.pruner_name, "baseline": str(self.baseline),
+                         "seeds_strategy": None if self.seeds_strategy is None else self.planner().state_settings()},
             "search_space": self.space,
             "rows": [{"row": r.label, "overrides": r.overrides, "study": r.label, "trials": r.trials,
-                      "best": r.best, "seeds": r.seeds} for r in rows],
+                      "best": r.best, "seeds": r.seeds, **({"plan": r.plan} if r.plan else {})} for r in rows],
             "trials": [{"dirname": t["dirname"], "study": r.label, "number": t["number"]}
                        for r in rows for t in r.trials],
             "cells": cells,
