@@ -170,3 +170,18 @@ def test_device_hours_count_each_gpu():
         == "1.00 GPU h + 0.50 CPU h"
     assert device_hours([]) == "0.00 CPU h"
     assert TrialState.COMPLETE.name == "COMPLETE"  # the state names the tune state keeps are Optuna's
+
+
+def test_the_asha_pruner_stops_a_trial_outside_its_rungs_top_third(tmp_path):
+    study = _journal_study(tmp_path, "placement=both")
+    space = {"lr": FloatDistribution(1e-4, 1e-2, log=True)}
+    pruner = studies.pruner("asha", prune_from_epoch=1)
+    line = '2026-12-02 | INFO | valid | {"epoch": 1, "valid_loss": "%s", "valid_num_updates": "40"}'
+    outcomes = []
+    for loss in ("1.0", "1.1", "5.0"):  # rung 0 at epoch 1, reduction factor 3: the best third goes on
+        trial = study.ask(space)
+        pruning = TrialPruning(studies.trial_handle(tmp_path, "placement=both", trial.number, pruner), "asha", study)
+        outcomes.append(pruning.check(line % loss))
+        study.tell(trial, float(loss))
+    assert outcomes[2] is not None and outcomes[2].startswith("pruned by the asha pruner at the end of epoch 1")
+    assert studies.pruner(None).prune(study, study.trials[2]) is False  # no pruner: never
