@@ -142,11 +142,7 @@ class SeedsSweeper(LaunchingSweeper):
             swept = {k.lstrip("+~"): v for k, v in values.items() if len({value_in(j, k) for j in jobs}) > 1}
             label = ",".join(f"{k}={v}" for k, v in swept.items()) or "the one row"
             rows.append(RowState(list(job), label, baseline=str(values.get(base_key, "")) == str(base_value)))
-        for row in rows:
-            rest = [o for o in row.overrides if o.split("=", 1)[0] != base_key]
-            row.base = None if row.baseline else next(
-                (r for r in rows if r.baseline and [o for o in r.overrides if o.split("=", 1)[0] != base_key] == rest),
-                None)
+        link_baselines(rows, base_key)
         compared = [r for r in rows if r.base is not None]
         if not compared:
             raise StrategyError(f"hydra.sweeper.baseline={base_key}={base_value}: no row of the sweep is compared "
@@ -229,6 +225,15 @@ class SeedsSweeper(LaunchingSweeper):
                       "planned": r.planned, "stopped": r.stopped, "why": r.why} for r in rows],
             "cells": cells,
         })
+
+
+def link_baselines(rows, base_key: str, grid=None) -> None:
+    """Set each compared row's ``base``: the baseline row equal to it in every grid value but
+    ``base_key``. ``grid(row)``: the overrides that make a row (default: all of its overrides)."""
+    def rest(row):
+        return [o for o in (grid(row) if grid else row.overrides) if o.split("=", 1)[0] != base_key]
+    for row in rows:
+        row.base = None if row.baseline else next((r for r in rows if r.baseline and rest(r) == rest(row)), None)
 
 
 def booked(planned) -> tuple:

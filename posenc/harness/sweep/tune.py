@@ -40,7 +40,7 @@ from posenc.cells.record import Record, is_failed, is_ok, is_pruned
 from posenc.harness import study as studies
 from posenc.harness.run.signals import STOP
 from posenc.harness.sweep.launching import LaunchingSweeper
-from posenc.harness.sweep.seeds import SEED, RowState, SeedsSweeper, StrategyError, value_in
+from posenc.harness.sweep.seeds import SEED, RowState, SeedsSweeper, StrategyError, link_baselines, value_in
 from posenc.report.rows import parse_baseline
 
 log = logging.getLogger(__name__)
@@ -303,18 +303,14 @@ class TuneSweeper(LaunchingSweeper):
         planner = self.planner()
         settings = planner.settings()
         base_key, base_value = settings.baseline
-        states = {}
+        states, grid = {}, {}
         for row in rows:
             if row.best is not None:
                 values = [f"{k}={v}" for k, v in row.best["values"].items()]
                 states[row.index] = RowState(row.overrides + values, row.label,
                                              baseline=str(value_in(row.overrides, base_key)) == str(base_value))
-        for row in rows:  # a row's baseline: the row equal to it in every grid value but the baseline's key
-            state = states.get(row.index)
-            rest = [o for o in row.overrides if o.split("=", 1)[0] != base_key]
-            if state is not None and not state.baseline:
-                state.base = next((states[r.index] for r in rows if r.index in states and states[r.index].baseline
-                                   and [o for o in r.overrides if o.split("=", 1)[0] != base_key] == rest), None)
+                grid[id(states[row.index])] = row.overrides  # the rows' own values, not what each tuned
+        link_baselines(list(states.values()), base_key, grid=lambda state: grid[id(state)])
         returns = []
         while not STOP.requested:
             batch = planner.next_batch(list(states.values()), self.sweep_dir, settings, self.naming, self.parser)
