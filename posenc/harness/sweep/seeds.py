@@ -139,9 +139,8 @@ class SeedsSweeper(LaunchingSweeper):
         rows = []
         for job in jobs:
             values = dict(line.split("=", 1) for line in job)
-            swept = {k.lstrip("+~"): v for k, v in values.items() if len({value_in(j, k) for j in jobs}) > 1}
-            label = ",".join(f"{k}={v}" for k, v in swept.items()) or "the one row"
-            rows.append(RowState(list(job), label, baseline=str(values.get(base_key, "")) == str(base_value)))
+            rows.append(RowState(list(job), row_label(job, jobs),
+                                 baseline=str(values.get(base_key, "")) == str(base_value)))
         link_baselines(rows, base_key)
         compared = [r for r in rows if r.base is not None]
         if not compared:
@@ -225,6 +224,13 @@ class SeedsSweeper(LaunchingSweeper):
                       "planned": r.planned, "stopped": r.stopped, "why": r.why} for r in rows],
             "cells": cells,
         })
+
+
+def row_label(job, jobs) -> str:
+    """A row's name: the values of the keys the grid's ``jobs`` vary, e.g. ``placement=none``."""
+    swept = {k.lstrip("+~"): v for k, v in (line.split("=", 1) for line in job)
+             if len({value_in(j, k) for j in jobs}) > 1}
+    return ",".join(f"{k}={v}" for k, v in swept.items()) or "the one row"
 
 
 def link_baselines(rows, base_key: str, grid=None) -> None:

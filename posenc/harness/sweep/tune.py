@@ -40,7 +40,7 @@ from posenc.cells.record import Record, is_failed, is_ok, is_pruned
 from posenc.harness import study as studies
 from posenc.harness.run.signals import STOP
 from posenc.harness.sweep.launching import LaunchingSweeper
-from posenc.harness.sweep.seeds import SEED, RowState, SeedsSweeper, StrategyError, link_baselines, value_in
+from posenc.harness.sweep.seeds import SEED, RowState, SeedsSweeper, StrategyError, link_baselines, row_label, value_in
 from posenc.report.rows import parse_baseline
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,11 @@ class TuneRow:
     best: dict = None    # {"number", "values", "value"} once a trial finished ok
     seeds: list = field(default_factory=list)    # final seeds launched
     plan: dict = None    # with seeds_strategy: the last plan of its seeds ({"planned", "stopped", "why"})
+
+    @property
+    def best_overrides(self) -> list:
+        """The overrides of its best trial's values (``optim.args.lr=0.0012``), the row's seeds run with."""
+        return [f"{k}={v}" for k, v in self.best["values"].items()]
 
 
 def space_distributions(space: dict) -> dict:
@@ -206,12 +211,7 @@ class TuneSweeper(LaunchingSweeper):
             if key.lstrip("+~") in grid:
                 raise StrategyError(f"hydra.sweeper.search_space.{key}: the grid sets {key.lstrip('+~')} too; "
                                     "allowed: a key the command line and the preset leave alone")
-        rows = []
-        for index, job in enumerate(jobs):
-            swept = {k.lstrip("+~"): v for k, v in (line.split("=", 1) for line in job)
-                     if len({value_in(j, k) for j in jobs}) > 1}
-            label = ",".join(f"{k}={v}" for k, v in swept.items()) or "the one row"
-            rows.append(TuneRow(index, list(job), label))
+        rows = [TuneRow(index, list(job), row_label(job, jobs)) for index, job in enumerate(jobs)]
         for key, dist in distributions.items():  # each key exists (or is added with +) in every row's config
             for row in rows:
                 probe = row.overrides + [override_text(key, dist.low if hasattr(dist, "low") else dist.choices[0])]
@@ -306,8 +306,7 @@ class TuneSweeper(LaunchingSweeper):
         states, grid = {}, {}
         for row in rows:
             if row.best is not None:
-                values = [f"{k}={v}" for k, v in row.best["values"].items()]
-                states[row.index] = RowState(row.overrides + values, row.label,
+                states[row.index] = RowState(row.overrides + row.best_overrides, row.label,
                                              baseline=str(value_in(row.overrides, base_key)) == str(base_value))
                 grid[id(states[row.index])] = row.overrides  # the rows' own values, not what each tuned
         link_baselines(list(states.values()), base_key, grid=lambda state: grid[id(state)])
@@ -336,23 +335,20 @@ class TuneSweeper(LaunchingSweeper):
             if row.best is None:
                 continue
             row.seeds = list(range(1, self.counts["seeds"] + 1))
-            values = [f"{k}={v}" for k, v in row.best["values"].items()]
             for seed in row.seeds:
-                overrides = row.overrides + values + [f"{SEED}={seed}"]
-                dirname = override_dirname(self.parser.parse_overrides(overrides), self.naming)
+                overrides, dirname = self.final_cell(row, seed)
                 if not is_ok(Record.read(self.sweep_dir / dirname)):
                     out.append((row, seed, overrides))
         return out
 
+    def final_cell(self, row: TuneRow, seed: int) -> tuple:
+        """``(overrides, dirname)`` of the cell that runs a row's best values with ``seed``."""
+        overrides = row.overrides + row.best_overrides + [f"{SEED}={seed}"]
+        return overrides, override_dirname(self.parser.parse_overrides(overrides), self.naming)
+
     def write_state(self, rows) -> None:
-        cells = []
-        for row in rows:
-            if row.best is not None:
-                values = [f"{k}={v}" for k, v in row.best["values"].items()]
-                for seed in row.seeds:
-                    overrides = row.overrides + values + [f"{SEED}={seed}"]
-                    cells.append({"dirname": override_dirname(self.parser.parse_overrides(overrides), self.naming),
-                                  "overrides": overrides})
+        cells = [dict(zip(("overrides", "dirname"), self.final_cell(row, seed)))
+                 for row in rows if row.best is not None for seed in row.seeds]
         write_json_atomic(self.sweep_dir / TUNE_FILE, {
             "strategy": "tune",
             "settings": {**self.counts, "sampler_seed": self.sampler_seed, "trial_seed": self.trial_seed,
