@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Calibrate the verdict and validate the seed planner by simulation on real text.
 
-Systems are the references of a real corpus corrupted word by word (posenc.report.simulate), at a
+Systems are the references of a real corpus corrupted word by word (posenc.stats.simulate), at a
 rate set per system and seed so that a system's corpus BLEU has the seed spread asked for; their
 sentence errors are partly shared (``--noise``, default "partly shared"). Four parts (``--only``):
 
@@ -15,11 +15,11 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Four p
   really deliver (the sweeps they book, simulated, and the test's power at the world's true
   components, measured by simulating the world at that size and Δ), its mean over the pilots, and
   the median booking against the truth's plan; the same for the plug-in;
-- adaptive (not run by default): the seeds strategy (``posenc.report.seeds.SeedsRule``, pilot 3,
+- adaptive (not run by default): the seeds strategy (``posenc.stats.seeds.SeedsRule``, pilot 3,
   batches of 2, min_seeds 7 unless --min-seeds) as a sweep runs it, in the planning part's worlds
   at 1 and 3 times the pilot's sentences plus one where max_seeds binds: sweeps at Δ = 0 and at
   the planned Δ, re-planned after every batch, tested by the verdict at the stop
-  (``posenc.report.simulate.adaptive``); the false-positive rate, the delivered power and the
+  (``posenc.stats.simulate.adaptive``); the false-positive rate, the delivered power and the
   seeds used against the truth's plan.
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
@@ -42,9 +42,9 @@ import numpy as np
 from scipy import optimize
 
 from posenc.atomic import write_text_atomic
-from posenc.report import power as power_mod
-from posenc.report.simulate import NOISE, Pool, Setting, rejection_rate, simulate
-from posenc.report.verdict import split_variance
+from posenc.stats import power as power_mod
+from posenc.stats.simulate import NOISE, Pool, Setting, rejection_rate, simulate
+from posenc.stats.verdict import split_variance
 
 RATES = np.round(np.linspace(0.0, 0.7, 15), 4)
 NULL_TESTS = (("p", "verdict (df: guarded W-S)"), ("p_before", "before: t(n-1)"),
@@ -171,8 +171,8 @@ def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking"
     the planning part: the truth needs TRUTH_SEEDS at the planned size), ``comparisons`` sweeps at
     Δ = 0 (false-positive rate) and as many at the planned Δ (delivered power, seeds used), against
     the fixed design of the truth's plan. ``quick``: one world, for a test of the script."""
-    from posenc.report.seeds import SeedsRule
-    from posenc.report.simulate import STOPS, adaptive
+    from posenc.stats.seeds import SeedsRule
+    from posenc.stats.simulate import STOPS, adaptive
 
     sentence_n = world_parts(pool, noise, PILOT_SIZE, seed, sweeps=100)[0]
     settings = [(r, f, ADAPTIVE_MAX) for r, f in itertools.product(RATIOS, ADAPTIVE_FACTORS)] + [BINDING]

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from posenc.report import cli
-from posenc.report import power as power_mod
 from posenc.report.rows import Settings
-from posenc.report.simulate import Pool, Setting, simulate
 from posenc.report.table import report_text, table_rows
-from posenc.report.verdict import degrees_of_freedom, holm, seed_test, split_variance
+from posenc.stats import power as power_mod
+from posenc.stats.simulate import Pool, Setting, simulate
+from posenc.stats.verdict import degrees_of_freedom, holm, seed_test, split_variance
 from report_fixtures import masked, sweep_of, synthetic_test_sets, write_testset
 
 PILOT, PLANNED = 400, 1200   # sentences: the pilot's test set, and the 3 times larger one the plan is for

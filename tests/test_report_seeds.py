@@ -4,7 +4,7 @@ batches, re-planning at each look, the verdict's test at the stop) by a small di
 import numpy as np
 import pytest
 
-from posenc.report.seeds import MAX, NO_PLAN, PLAN, SeedsRule, Step
+from posenc.stats.seeds import MAX, NO_PLAN, PLAN, SeedsRule, Step
 
 
 def test_the_pilot_comes_first_whatever_the_plan():
@@ -93,7 +93,7 @@ SENTENCES = 400
 
 @pytest.fixture(scope="module")
 def pool():
-    from posenc.report.simulate import Pool
+    from posenc.stats.simulate import Pool
     from report_fixtures import synthetic_test_sets
 
     refs = synthetic_test_sets(test=SENTENCES, test_long=0)["test"][1]
@@ -106,9 +106,9 @@ def test_the_adaptive_procedure_holds_its_level_and_delivers_its_power(pool):
     max_seeds 30 that does not bind) and tested by the verdict at the stop."""
     from scipy import optimize
 
-    from posenc.report import power as power_mod
-    from posenc.report.simulate import Setting, adaptive, simulate
-    from posenc.report.verdict import split_variance
+    from posenc.stats import power as power_mod
+    from posenc.stats.simulate import Setting, adaptive, simulate
+    from posenc.stats.verdict import split_variance
 
     world = simulate(pool, Setting(10, SENTENCES, 0.0, 0.0), 100, seed=1)
     sentence, shared = (float(np.mean(x)) for x in split_variance(world["var_test"], world["var_test_seed"], 10))
@@ -136,9 +136,9 @@ def test_the_floor_is_what_holds_the_level_where_the_seeds_part_dominates(pool):
     agreed by chance, and the verdict at the stop rejects too often; with min_seeds 7 it holds."""
     from scipy import optimize
 
-    from posenc.report import power as power_mod
-    from posenc.report.simulate import Setting, adaptive, simulate
-    from posenc.report.verdict import split_variance
+    from posenc.stats import power as power_mod
+    from posenc.stats.simulate import Setting, adaptive, simulate
+    from posenc.stats.verdict import split_variance
 
     world = simulate(pool, Setting(10, SENTENCES, 0.0, 0.0), 100, seed=1)
     sentence, shared = (float(np.mean(x)) for x in split_variance(world["var_test"], world["var_test_seed"], 10))

@@ -19,13 +19,13 @@ from posenc.cells.record import bleu_options
 from posenc.metrics import TESTED_SACREBLEU, Scorer, chrf_signature_options, sacrebleu_version_problem
 from posenc.metrics_vector import bleu, chrf
 from posenc.report import cli
-from posenc.report import power as power_mod
 from posenc.report.outputs import score_output
 from posenc.report.rows import Settings
 from posenc.report.significance import paired_test
-from posenc.report.simulate import NOISE, Pool, Setting, rejection_rate, resample_counts, simulate
 from posenc.report.table import table_rows
-from posenc.report.verdict import holm, seed_test
+from posenc.stats import power as power_mod
+from posenc.stats.simulate import NOISE, Pool, Setting, rejection_rate, resample_counts, simulate
+from posenc.stats.verdict import holm, seed_test
 from report_fixtures import masked, sweep_of, synthetic_test_sets, write_testset
 
 BIN = Path(sys.executable).parent
@@ -216,7 +216,7 @@ def test_mde_and_seeds_needed_agree_with_the_simulation(pool):
     """Components from a pilot of many simulated sweeps, then the simulated power at the predicted
     mde (3 seeds) and at the predicted seeds for 2 BLEU: 0.8 ± 0.1."""
     pilot = simulate(pool, Setting(8, 400, 1.5, 0.0, "independent"), 120, seed=21)
-    from posenc.report.verdict import SeedTest
+    from posenc.stats.verdict import SeedTest
     comps = power_mod.Components.of(SeedTest(0, 0, 0, 0, 0, 8, float(np.sqrt(np.mean(pilot["sd_diff"] ** 2))),
                                              float(np.mean(pilot["var_test"])), float(np.mean(pilot["var_test_seed"])),
                                              400))

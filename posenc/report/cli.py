@@ -8,11 +8,11 @@ from pathlib import Path
 
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.report.buckets import BucketError, parse_edges
-from posenc.report.power import DEFAULT_EFFECT
 from posenc.report.render import FORMATS, render_reports, render_trials
 from posenc.report.rows import PRIMARIES, ReportError, Settings, check_primary, parse_baseline
 from posenc.report.significance import TESTS
 from posenc.report.table import build_reports
+from posenc.stats.power import DEFAULT_EFFECT
 
 
 def main(argv=None) -> int:

@@ -7,12 +7,12 @@ import io
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
 from posenc.cells.record import field, is_ok, time_capped
-from posenc.report.power import PLAN_LEVEL, POWER
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, verdict_column
 from posenc.report.significance import TESTS
 from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
-from posenc.report.verdict import ALPHA, BETTER, WORSE
+from posenc.stats.power import PLAN_LEVEL, POWER
+from posenc.stats.verdict import ALPHA, BETTER, WORSE
 
 FORMATS = ("md", "csv", "latex")
 PLACEMENT_LABEL = {"both": "both (encoder and decoder)", "source": "source (encoder) only",

@@ -12,14 +12,14 @@ from posenc.cells.sweep import RECORD_KEYS
 from posenc.kinds import KINDS, PLACEMENTS
 from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu, corpus_score
 from posenc.report import buckets as bucket_mod
-from posenc.report import power as power_mod
 from posenc.report.outputs import cell_output
 from posenc.report.references import paper_numbers
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, paired_test
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.testsets import TestSets
 from posenc.report.tuning import is_tuned, tuned_values
-from posenc.report.verdict import holm, seed_test, verdict
+from posenc.stats import power as power_mod
+from posenc.stats.verdict import holm, seed_test, verdict
 
 BOOTSTRAP_CI_RESAMPLES = 1000
 

@@ -3,8 +3,8 @@
 The rows are the sweep's grid without ``seed`` (the preset's ``hydra.sweeper.params`` and the
 command line, as Hydra's basic sweeper reads them). Every row first runs ``pilot_seeds`` seeds;
 after each batch the sweep is read (``posenc.cells.sweep``), the report plans each row's
-comparison with its baseline from the variance of the seeds it has (``posenc.report.power``,
-the number to book), and ``posenc.report.seeds.SeedsRule`` says how many seeds each row runs
+comparison with its baseline from the variance of the seeds it has (``posenc.stats.power``,
+the number to book), and ``posenc.stats.seeds.SeedsRule`` says how many seeds each row runs
 next. The observed difference never enters. A baseline row runs the seeds of every row compared
 with it (the test pairs seeds). Batches go through whatever launcher is configured; every job is
 an ordinary cell (its directory ``...,seed=N``, record, hashes, resume, W&B run).
@@ -30,10 +30,10 @@ from posenc.cells.record import is_ok
 from posenc.cells.sweep import read_sweep
 from posenc.harness.run.signals import STOP
 from posenc.harness.sweep.launching import LaunchingSweeper
-from posenc.report.power import DEFAULT_EFFECT, MAX_SEEDS
 from posenc.report.rows import Settings, baselines, parse_baseline
-from posenc.report.seeds import CELLS_FAILED, UNTESTABLE, SeedsRule
 from posenc.report.table import reports_of
+from posenc.stats.power import DEFAULT_EFFECT, MAX_SEEDS
+from posenc.stats.seeds import CELLS_FAILED, UNTESTABLE, SeedsRule
 
 log = logging.getLogger(__name__)
 SEED = "seed"

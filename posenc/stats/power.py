@@ -1,4 +1,4 @@
-"""Power planning for the verdict's test (``posenc.report.verdict``), from a pilot sweep's own
+"""Power planning for the verdict's test (``posenc.stats.verdict``), from a pilot sweep's own
 variance components: how small a difference the row's seeds and test set can detect (``mde``),
 and how many seeds to book for a given difference on a test set of another size (``booking``).
 
@@ -33,7 +33,7 @@ from functools import cache
 
 import numpy as np
 
-from posenc.report.verdict import ALPHA, degrees_of_freedom, guard_factor
+from posenc.stats.verdict import ALPHA, degrees_of_freedom, guard_factor
 
 POWER = 0.8
 DEFAULT_EFFECT = 0.5       # BLEU: the paper's largest gap between placements (Table 4: 0.5)

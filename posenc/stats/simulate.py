@@ -22,7 +22,7 @@ import numpy as np
 
 from posenc.metrics import Scorer
 from posenc.metrics_vector import bleu
-from posenc.report.verdict import ALPHA, p_values, test_parts
+from posenc.stats.verdict import ALPHA, p_values, test_parts
 
 NOISE = ("independent", "shared")
 
@@ -196,7 +196,7 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
              comparisons: int = 1000, seed: int = 0, interim: str = "booking", no_plan: str = "stop",
              chunk: int = 100):
     """``comparisons`` sweeps of a row against its baseline run by the seeds strategy
-    (``posenc.report.seeds.SeedsRule``): the pilot's seeds first, then after each batch the
+    (``posenc.stats.seeds.SeedsRule``): the pilot's seeds first, then after each batch the
     components of the seeds so far (``verdict.seed_parts``/``combine_parts``, ``split_variance``, as
     the report takes them from its ``SeedTest``) plan the comparison for ``plan_effect`` at
     ``setting.sentences`` (``power.needed`` of the components at their upper limit: ``booking``),
@@ -212,8 +212,8 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
     STOPS), ``pilot_plan`` (the pilot's booking, -1: none)."""
     from dataclasses import replace
 
-    from posenc.report import power as power_mod
-    from posenc.report.verdict import combine_parts, seed_parts, split_variance
+    from posenc.stats import power as power_mod
+    from posenc.stats.verdict import combine_parts, seed_parts, split_variance
 
     rng = np.random.default_rng(seed)
     size = setting.sentences

@@ -2,7 +2,7 @@
 
 An internal pilot (Wittes & Brittain 1990; Kieser & Friede 2003 for the t-test): every row first
 runs ``pilot_seeds``; then, after each batch, the row's comparison with its baseline is planned
-again from the variance of the seeds it has (``posenc.report.power.booking``, the number to book),
+again from the variance of the seeds it has (``posenc.stats.power.booking``, the number to book),
 and the row gets up to ``batch_seeds`` more, until it has its plan or ``max_seeds``; no row stops
 before ``min_seeds`` (or max_seeds where that is smaller), whatever its plan says, "no plan"
 included. The observed difference is never looked at, so the stop cannot chase a finding; it still

@@ -1,0 +1,4 @@
+"""The statistics room, below both the report and the harness: the verdict's test (``verdict``),
+power and the seeds to book (``power``), the seeds strategy's stopping rule (``seeds``) and the
+simulation that calibrates them (``simulate``). It imports nothing of ``posenc.report`` or
+``posenc.harness``."""
