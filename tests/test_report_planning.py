@@ -33,10 +33,10 @@ def test_satterthwaite_degrees_of_freedom_against_a_hand_worked_example():
     # Plain Welch-Satterthwaite: (0.2 + 0.1)² / (0.2²/2 + 0.1²/499) = 0.09 / 0.02002004... = 4.4955.
     assert degrees_of_freedom(0.2, 0.1, 3, 500, guard=1.0) == pytest.approx(0.09 / (0.02 + 0.01 / 499), rel=1e-12)
     assert degrees_of_freedom(0.2, 0.1, 3, 500, guard=1.0) == pytest.approx(4.4955, abs=1e-4)
-    # Guarded: the seed part at its 75% upper limit. With 2 df a chi-square is an exponential of mean
-    # 2, whose 25% quantile is -2 ln 0.75, so the limit is 0.2 * 2 / (-2 ln 0.75) = 0.6952.
-    upper = 0.2 * 2 / (-2 * math.log(0.75))
-    assert upper == pytest.approx(0.69521, abs=1e-5)
+    # Guarded: the seed part at its 90% upper limit. With 2 df a chi-square is an exponential of mean
+    # 2, whose 10% quantile is -2 ln 0.9, so the limit is 0.2 * 2 / (-2 ln 0.9) = 1.8982.
+    upper = 0.2 * 2 / (-2 * math.log(0.9))
+    assert upper == pytest.approx(1.89824, abs=1e-5)
     assert degrees_of_freedom(0.2, 0.1, 3, 500) == pytest.approx((upper + 0.1) ** 2 / (upper ** 2 / 2 + 0.01 / 499))
     # The two ends: no shared part gives the paired t's n - 1; no seed part, the sentences' N - 1.
     assert degrees_of_freedom(0.2, 0.0, 3, 500) == pytest.approx(2)
