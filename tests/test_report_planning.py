@@ -127,8 +127,10 @@ def test_no_three_seed_pilot_books_a_plan_that_delivers_under_half(pool):
         seed_var, effect = ratio * sentence_pilot, 1.0
         for _ in range(2):   # the truth's parts at 1,200 sentences and Δ, and Δ for 11 seeds there
             world = simulate(pool, Setting(10, PLANNED, 0.0, effect), 100, seed=32 + i)
-            sentence, shared = (float(np.mean(x)) for x in split_variance(world["var_test"], world["var_test_seed"], 10))
-            effect = optimize.brentq(lambda d: power_mod.power_of(d, 11, seed_var + sentence, shared, PLANNED) - 0.8,
+            parts = split_variance(world["var_test"], world["var_test_seed"], 10)
+            sentence, shared = (float(np.mean(x)) for x in parts)
+            spread = seed_var + sentence
+            effect = optimize.brentq(lambda d, v=spread, h=shared: power_mod.power_of(d, 11, v, h, PLANNED) - 0.8,
                                      1e-3, 50)
         assert int(power_mod.plan(effect, seed_var + sentence, shared, PLANNED)) == 11
         pilots = simulate(pool, Setting(3, size, float(np.sqrt(seed_var / 2)), effect), 400, seed=40 + i)

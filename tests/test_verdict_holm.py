@@ -19,7 +19,8 @@ def tail(seeds: int, seed_share: float, alpha: float, sentences: int = 3003) -> 
     chi-square with n - 1 df, the shared part known; ``seed_share`` of Δ's variance from the
     seeds. The verdict's own se and df for each quantile of s_d², the rest integrated here."""
     quantiles = (np.arange(4000) + 0.5) / 4000
-    s2 = seed_share * seeds * scipy_stats.chi2.ppf(quantiles, seeds - 1) / (seeds - 1)   # s_d²: s_d²/n has mean seed_share
+    # s_d², scaled so that s_d²/n has mean seed_share
+    s2 = seed_share * seeds * scipy_stats.chi2.ppf(quantiles, seeds - 1) / (seeds - 1)
     shared = np.full_like(s2, 1 - seed_share)
     # var_test = var_test_seed: no seed-specific sentence noise, so the shared part is var_test.
     _, se, df = p_values(np.zeros_like(s2), np.sqrt(s2), shared, shared, seeds, sentences)
