@@ -108,18 +108,20 @@ class Sweeps:
     sentence, the noise model's kind and the draws shared across both systems or a system's seeds."""
     sentences: np.ndarray    # (count, size)
     kind: np.ndarray         # (count, 1, 1, size)
-    uniform: np.ndarray      # (count, 1 or 2, 1, size): the shared draw of the grid rate
-    draw: np.ndarray         # (count, 1 or 2, 1, size): the shared corruption
+    uniform: np.ndarray      # (count, 1 or systems, 1, size): the shared draw of the grid rate
+    draw: np.ndarray         # (count, 1 or systems, 1, size): the shared corruption
 
     def take(self, index) -> "Sweeps":
         return Sweeps(self.sentences[index], self.kind[index], self.uniform[index], self.draw[index])
 
 
-def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator, sweeps: Sweeps = None):
-    """Per-sentence statistics of ``count`` sweeps, ``(count, 2 systems, seeds, sentences, k)``:
-    system 0 the baseline, 1 the row, and their ``Sweeps``. Each sweep's test set is ``sentences``
-    distinct sentences of the pool (the pool's own when it has as many). Given ``sweeps`` (one per
-    sweep), the seeds are more seeds of those sweeps: the same test sets and shared draws."""
+def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator, sweeps: Sweeps = None,
+             systems: int = 2):
+    """Per-sentence statistics of ``count`` sweeps, ``(count, systems, seeds, sentences, k)``:
+    system 0 the baseline, the others rows ``setting.effect`` above it, and their ``Sweeps``. Each
+    sweep's test set is ``sentences`` distinct sentences of the pool (the pool's own when it has as
+    many). Given ``sweeps`` (one per sweep), the seeds are more seeds of those sweeps: the same test
+    sets and shared draws."""
     n, size, available = setting.seeds, setting.sentences, pool.stats.shape[2]
     across, within = NOISE[setting.noise]
     draws = pool.stats.shape[1]
@@ -129,20 +131,21 @@ def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator,
         sentences = (np.broadcast_to(np.arange(size), (count, size)) if size == available
                      else np.argsort(rng.random((count, available)), axis=1)[:, :size])
         kind = rng.random((count, 1, 1, size))
-        u_across, u_within = rng.random((count, 1, 1, size)), rng.random((count, 2, 1, size))
+        u_across, u_within = rng.random((count, 1, 1, size)), rng.random((count, systems, 1, size))
     else:
         count = len(sweeps.sentences)
-    u_fresh = rng.random((count, 2, n, size))
+    u_fresh = rng.random((count, systems, n, size))
     if sweeps is None:
-        d_across, d_within = rng.integers(0, draws, (count, 1, 1, size)), rng.integers(0, draws, (count, 2, 1, size))
-    d_fresh = rng.integers(0, draws, (count, 2, n, size))
+        d_across, d_within = (rng.integers(0, draws, (count, 1, 1, size)),
+                              rng.integers(0, draws, (count, systems, 1, size)))
+    d_fresh = rng.integers(0, draws, (count, systems, n, size))
     if sweeps is None:
         sweeps = Sweeps(sentences, kind, np.where(kind < across, u_across, u_within),
                         np.where(kind < across, d_across, d_within))
     fresh = sweeps.kind >= across + within
     uniform, draw = np.where(fresh, u_fresh, sweeps.uniform), np.where(fresh, d_fresh, sweeps.draw)
-    bleus = setting.base_bleu + setting.effect * np.arange(2)[None, :, None] + \
-        setting.seed_sd * rng.standard_normal((count, 2, n))
+    bleus = setting.base_bleu + setting.effect * (np.arange(systems) > 0)[None, :, None] + \
+        setting.seed_sd * rng.standard_normal((count, systems, n))
     position = np.interp(pool.rate_for(bleus), pool.rates, np.arange(len(pool.rates)))[..., None]   # (c, 2, n, 1)
     low = np.floor(position).astype(int)
     grid = np.where(uniform < position - low, np.minimum(low + 1, len(pool.rates) - 1), low)
@@ -273,4 +276,36 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
             delta, sd, var_test, var_test_seed = combine_parts(parts["d"][index, :n], parts["i"][index, :n])
             out["p"][start + index] = p_values(delta, sd, var_test, var_test_seed, n, size)[0]
             out["delta"][start + index], out["seeds"][start + index] = delta, n
+    return out
+
+
+def family(pool: Pool, setting: Setting, rows: int, comparisons: int, seed: int = 0, chunk: int = 2_000_000):
+    """``comparisons`` sweeps of ``rows`` rows sharing one baseline (a Table 4 of ``rows`` + 1
+    placements), every row ``setting.effect`` above it, vectorised in chunks of about ``chunk``
+    sentences x seeds x systems. Returns the verdict's parts of each row against the baseline,
+    ``(delta, sd_diff, var_test, var_test_seed)``, arrays ``(comparisons, rows)``: any test's
+    p-values follow from them (``verdict.p_values``), Holm over the rows from those."""
+    rng = np.random.default_rng(seed)
+    n, size = setting.seeds, setting.sentences
+    out = [np.full((comparisons, rows), np.nan) for _ in range(4)]
+    step = max(1, chunk // ((rows + 1) * n * size))
+    for start in range(0, comparisons, step):
+        part = slice(start, min(start + step, comparisons))
+        stats = _outputs(pool, setting, part.stop - part.start, rng, systems=rows + 1)[0]
+        for whole, got in zip(out, test_parts(stats[:, 1:], stats[:, :1], {})):
+            whole[part] = got
+    return tuple(out)
+
+
+def holm_rejects(p, alpha: float = ALPHA) -> np.ndarray:
+    """Holm's step-down rejections of the rows (last axis) of ``p``, boolean of the same shape:
+    the k-th smallest p rejects below alpha / (m - k + 1) while every smaller one rejected (the
+    verdict's: Holm-adjusted p below alpha)."""
+    p = np.asarray(p, dtype=float)
+    m = p.shape[-1]
+    order = np.argsort(p, axis=-1)
+    ranked = np.take_along_axis(p, order, -1)
+    passed = np.cumprod(ranked < alpha / (m - np.arange(m)), axis=-1).astype(bool)
+    out = np.zeros(p.shape, dtype=bool)
+    np.put_along_axis(out, order, passed, -1)
     return out
