@@ -4,6 +4,7 @@ registration is checked, and a kind registered outside the package (``tests/toy_
 
 import importlib
 import sys
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 from fairseq_helpers import DummyTask, build, decoder_output, parse_args, random_batch
 from fairseq_tools import REPO, fairseq, train
 from posenc import kinds
-from posenc.kinds import EMBEDDINGS, LOGITS, QUERIES_KEYS, InCheckpoint, register_kind
+from posenc.kinds import EMBEDDINGS, KEYS_VALUES, LOGITS, QUERIES_KEYS, InCheckpoint, option, register_kind
 
 TOY = REPO / "tests" / "toy_kind"
 SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
@@ -21,21 +22,35 @@ SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small
 def registry(monkeypatch):
     """A registry of the built-in kinds for one test, the toy module imported afresh into it (this
     process may have imported it already: the doc tests parse docs/plugin.md's --user-dir tests/toy_kind)."""
-    monkeypatch.setattr(kinds, "_REGISTRY", {k: v for k, v in kinds._REGISTRY.items() if k in kinds.KINDS})
+    monkeypatch.setattr(kinds, "_REGISTRY", {k: v for k, v in kinds._REGISTRY.items() if k in kinds.BUILTIN_KINDS})
     sys.modules.pop("toy_kind", None)
     yield kinds
     sys.modules.pop("toy_kind", None)
 
 
-def test_the_built_in_kinds_are_the_contracts():
-    # CONTRACTS.md: the six kinds; fconv refuses the ones that act in attention.
-    assert kinds.KINDS == ("learned", "sinusoidal", "rope", "alibi", "t5", "none")
-    assert kinds.FAMILY_KINDS == {"fconv": ("learned", "sinusoidal", "none"), "transformer": kinds.KINDS}
-    assert kinds.ATTENTION_BIAS_KINDS == ("alibi", "t5") and kinds.SELF_ATTENTION_KINDS == ("rope", "alibi", "t5")
-    assert kinds.PE_KINDS == ("learned", "sinusoidal", "rope", "alibi", "t5")
-    assert {k.name: k.acts for k in kinds.registered_kinds()} == {
+def test_the_built_in_kinds_are_the_contracts(registry):
+    # CONTRACTS.md's six kinds, then issue 31's; fconv refuses the ones that act in attention.
+    assert registry.BUILTIN_KINDS == ("learned", "sinusoidal", "rope", "alibi", "t5", "none", "shaw", "shape", "cape")
+    assert registry.kind_names("fconv") == ("learned", "sinusoidal", "none", "shape", "cape")
+    assert registry.kind_names("transformer") == registry.BUILTIN_KINDS
+    assert registry.pe_kinds() == tuple(k for k in registry.BUILTIN_KINDS if k != "none")
+    assert {k.name: k.acts for k in registry.registered_kinds()} == {
         "learned": EMBEDDINGS, "sinusoidal": EMBEDDINGS, "rope": QUERIES_KEYS, "alibi": LOGITS, "t5": LOGITS,
-        "none": EMBEDDINGS}
+        "none": EMBEDDINGS, "shaw": KEYS_VALUES, "shape": EMBEDDINGS, "cape": EMBEDDINGS}
+
+
+def test_the_registry_is_read_live(registry):
+    """A kind registered after import is in every answer the registry gives: the harness's pe=,
+    the family's kinds, the kinds acting on logits, the settings the plugin records."""
+    @dataclass
+    class FlatOptions:
+        flat_height: float = option(0.5, "how high")
+
+    register_kind("flat", families="transformer", acts=LOGITS, build=lambda side: None, options=FlatOptions)
+    assert registry.pe_kinds()[-1] == "flat" and registry.kind_names("fconv")[-1] == "cape"
+    assert "flat" in registry.kinds_acting(LOGITS) and registry.family_pe_kinds("transformer")[-1] == "flat"
+    assert "flat_height" in registry.position_settings("transformer")
+    assert "flat_height" not in registry.position_settings("fconv")
 
 
 @pytest.mark.parametrize("name,options,message", [
@@ -43,7 +58,7 @@ def test_the_built_in_kinds_are_the_contracts():
     ("Ramp-2", {}, "name 'Ramp-2' is not allowed"),
     ("ramp", {"families": ("rnn",)}, "families rnn not allowed; allowed: fconv, transformer"),
     ("ramp", {"families": ()}, "families (none) not allowed"),
-    ("ramp", {"acts": "values"}, "acts='values' is not allowed; allowed: embeddings, queries_keys, logits"),
+    ("ramp", {"acts": "values"}, "acts='values' is not allowed; allowed: embeddings, queries_keys, logits, keys_values"),
     ("ramp", {"acts": LOGITS}, "fconv cannot host a kind that acts on logits; allowed: embeddings"),
     ("ramp", {"checkpoint": InCheckpoint(reads="weights")}, "reads='weights' is not allowed"),
     ("ramp", {"build": 3}, "build must be a callable or 'module:function'"),
@@ -52,7 +67,7 @@ def test_a_registration_is_checked(registry, name, options, message):
     options = {"families": ("fconv", "transformer"), "acts": EMBEDDINGS, "build": lambda side: None, **options}
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         register_kind(name, **options)
-    assert registry.kind_names() == registry.KINDS
+    assert registry.kind_names() == registry.BUILTIN_KINDS
 
 
 def test_an_unknown_kind_names_the_registered_ones():
@@ -63,7 +78,7 @@ def test_an_unknown_kind_names_the_registered_ones():
 @pytest.mark.parametrize("family", ["fconv", "transformer"])
 def test_a_kind_registered_outside_the_package_is_built_by_the_plugin(registry, family):
     toy = importlib.import_module("toy_kind")  # what fairseq does with --user-dir tests/toy_kind
-    assert registry.kind_names(family)[-1] == "ramp" and "ramp" not in registry.KINDS
+    assert registry.kind_names(family)[-1] == "ramp" and "ramp" not in registry.BUILTIN_KINDS
     args = parse_args(SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp")  # argparse's choices
     task = DummyTask()
     model, _ = build(SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp", task=task)
