@@ -176,10 +176,8 @@ def test_placement_maps_to_the_side_flags(placement, expected):
 @pytest.mark.parametrize("overrides,message", [
     (["placement=sideways"], "placement='sideways' is not allowed; allowed: both, source, target, none"),
     (["pe=xpos"], "pe='xpos' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5, shaw, shape, cape"),
-    (["pe=rope"], "pe='rope' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal, shape, cape"),
-    (["pe=alibi"], "pe='alibi' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal, shape, cape"),
-    (["pe=t5"], "pe='t5' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal, shape, cape"),
-    (["pe=shaw"], "pe='shaw' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal, shape, cape"),
+    *[([f"pe={k}"], f"pe='{k}' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal, shape, "
+       "cape") for k in ("rope", "alibi", "t5", "shaw")],
 ])
 def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
     with pytest.raises(ConfigError) as err:
@@ -262,4 +260,5 @@ def test_a_grid_sweep_refuses_a_misspelt_value_instead_of_skipping_it(tmp_path):
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == \
-        "posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5, shaw, shape, cape"
+        ("posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5, shaw, "
+         "shape, cape")
