@@ -105,10 +105,11 @@ class InCheckpoint:
 # An options dataclass holds a kind's settings. Each field is a flag (``--`` + the name with dashes)
 # and an attribute of fairseq's args under its own name, resolved to its default when unset, so the
 # checkpoint records what the model used. ``field(metadata=...)`` may hold ``help``, ``choices``,
-# ``type`` (argparse's, for a checked value) and ``family_default`` (a function of the family, used
-# when the field's default is None). Kinds may share one dataclass (``sinusoidal``, ``shape`` and
-# ``cape`` share the sinusoid's), or extend one by inheritance; one name is one flag: two
-# dataclasses that declare the same field name differently are refused.
+# ``type`` (text -> value, raising ValueError; without it, an annotation int/float/str converts) and
+# ``family_default`` (a function of the family, used when the field's default is None). Kinds may
+# share one dataclass (``sinusoidal``, ``shape`` and ``cape`` share the sinusoid's), or extend one by
+# inheritance; one name is one flag: two dataclasses that declare the same field name differently
+# are refused.
 
 
 def option(default, help: str, **metadata):
@@ -183,6 +184,15 @@ class CapeOptions(SinusoidOptions):
 def option_fields(options) -> tuple:
     """The ``dataclasses.Field``s of an options dataclass (() for None)."""
     return dataclasses.fields(options) if options is not None else ()
+
+
+_PLAIN_TYPES = {int: int, float: float, str: str, "int": int, "float": float, "str": str}
+
+
+def option_parser(f):
+    """How a field's flag text becomes its value: the field's ``type`` metadata, else its annotation
+    when that is ``int``, ``float`` or ``str``; None leaves the text as it is."""
+    return f.metadata.get("type") or _PLAIN_TYPES.get(f.type)
 
 
 def option_default(f, family: str):

@@ -79,7 +79,8 @@ def test_an_unknown_kind_names_the_registered_ones():
 @pytest.mark.parametrize("family", ["fconv", "transformer"])
 def test_a_kind_registered_outside_the_package_is_built_by_the_plugin(registry, family):
     toy = importlib.import_module("toy_kind")  # what fairseq does with --user-dir tests/toy_kind
-    assert registry.kind_names(family)[-1] == "ramp" and "ramp" not in registry.BUILTIN_KINDS
+    toys = ("ramp",) if family == "fconv" else ("ramp", "swirl", "gate", "nudge")  # fconv hosts embeddings only
+    assert registry.kind_names(family)[-len(toys):] == toys and "ramp" not in registry.BUILTIN_KINDS
     args = parse_args(SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp")  # argparse's choices
     task = DummyTask()
     model, _ = build(SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp", task=task)
@@ -104,30 +105,93 @@ def test_the_toy_kind_adds_its_ramp_from_the_first_real_token(registry):
     assert torch.equal(ramp(tokens, incremental_state={}), out[:, -1:])  # a decoding step: the newest position
 
 
+# The toy kinds of tests/toy_kind, one per act: (family, kind, a state-dict key its training moves
+# away from zero or from its initial value, or None for a kind without parameters).
+TOYS = [("fconv", "ramp", "{side}.embed_positions.slope"), ("transformer", "ramp", "{side}.embed_positions.slope"),
+        ("transformer", "swirl", None), ("transformer", "gate", "{side}.relative_attention_bias.u"),
+        ("transformer", "nudge", "{side}.layers.0.self_attn.relative.values")]
+
+
+@pytest.mark.parametrize("kind,acts", [("ramp", EMBEDDINGS), ("swirl", QUERIES_KEYS), ("gate", LOGITS),
+                                       ("nudge", KEYS_VALUES)])
+def test_the_toy_kinds_cover_every_act_and_decode_incrementally_as_in_full(registry, kind, acts):
+    importlib.import_module("toy_kind")
+    assert registry.position_kind(kind).acts == acts and set(kinds.ACTS) == {EMBEDDINGS, QUERIES_KEYS, LOGITS,
+                                                                             KEYS_VALUES}
+    task = DummyTask()
+    model, args = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", kind, task=task)
+    none, _ = build("posenc_transformer_small", "--encoder-pos", "none", "--decoder-pos", "none", task=task)
+    with torch.no_grad():  # the zero-initialised toys made visible
+        for name, p in model.named_parameters():
+            if name not in none.state_dict():
+                p.normal_(std=0.3)
+    src, src_lengths, prev = random_batch(task.source_dictionary, bsz=2, tgt_len=6)
+    prev[-1, -1] = task.source_dictionary.index("w3")  # no padding inside a decoded prefix
+    full = decoder_output(model, src, src_lengths, prev)
+    none.load_state_dict({k: v for k, v in model.state_dict().items() if k in none.state_dict()})
+    assert not torch.allclose(full, decoder_output(none, src, src_lengths, prev), atol=1e-4)  # the kind acts
+    with torch.no_grad():
+        encoder_out = model.encoder(src, src_lengths)
+        state = {}
+        steps = [model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)[0] for t in range(6)]
+    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-4)
+
+
+def test_a_toy_kinds_options_are_flags_recorded_in_the_args(registry):
+    importlib.import_module("toy_kind")
+    assert parse_args("posenc_transformer_small").swirl_angle == 0.3  # resolved even when unused
+    assert parse_args("posenc_transformer_small", "--swirl-angle", "0.7").swirl_angle == 0.7
+    assert not hasattr(parse_args("posenc_fconv_small"), "swirl_angle")  # fconv cannot host swirl
+
+
+def test_a_query_dependent_logits_term_sees_the_queries(registry):
+    """``gate`` declares ``uses_query``: the attention hands it the scaled queries of each layer."""
+    toy = importlib.import_module("toy_kind")
+    seen = []
+    original = toy.QueryGate.forward
+    toy.QueryGate.forward = lambda self, *a, query=None, **k: seen.append(query.shape) or original(
+        self, *a, query=query, **k)
+    try:
+        task = DummyTask()
+        model, args = build("posenc_transformer_small", "--encoder-pos", "gate", "--decoder-pos", "none", task=task)
+        src, src_lengths, prev = random_batch(task.source_dictionary, src_len=7)
+        decoder_output(model, src, src_lengths, prev)
+    finally:
+        toy.QueryGate.forward = original
+    head_dim = args.encoder_embed_dim // args.encoder_attention_heads
+    assert seen == [(3, args.encoder_attention_heads, 7, head_dim)] * args.encoder_layers
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["fconv", "transformer"])
-def test_a_kind_registered_outside_the_package_trains_and_decodes_through_fairseq(reversal_corpus, tmp_path, family):
-    """``--user-dir tests/toy_kind`` (which imports the plugin and registers ``ramp``) is all it takes."""
+@pytest.mark.parametrize("family,kind,key", TOYS)
+def test_a_kind_registered_outside_the_package_trains_and_decodes_through_fairseq(reversal_corpus, tmp_path, family,
+                                                                                   kind, key):
+    """``--user-dir tests/toy_kind`` (which imports the plugin and registers the toys) is all it takes."""
     from posenc.analysis.checkpoint import extract_tables
     from posenc.analysis.checkpoint_file import load_checkpoint, model_args
 
-    train(reversal_corpus, tmp_path / "ckpt", SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp",
+    train(reversal_corpus, tmp_path / "ckpt", SMALL[family], "--encoder-pos", kind, "--decoder-pos", kind,
           cwd=tmp_path, user_dir=TOY)
     checkpoint = tmp_path / "ckpt" / "checkpoint_last.pt"
     ckpt = load_checkpoint(str(checkpoint))
     args = model_args(ckpt)
-    assert (args["encoder_pos"], args["decoder_pos"]) == ("ramp", "ramp")
+    assert (args["encoder_pos"], args["decoder_pos"]) == (kind, kind)
+    if kind == "swirl":
+        assert args["swirl_angle"] == 0.3  # its option, recorded
     for side in ("encoder", "decoder"):
-        slope = ckpt["model"][f"{side}.embed_positions.slope"]
-        assert not torch.allclose(slope, torch.full_like(slope, 0.01))  # training reached it
+        if key is None:
+            continue
+        trained = ckpt["model"][key.format(side=side)]
+        initial = torch.full_like(trained, 0.01 if kind == "ramp" else 0.0)
+        assert not torch.allclose(trained, initial)  # training reached it
     out = fairseq("fairseq-generate", reversal_corpus, "--user-dir", TOY, "--path", checkpoint,
                   "--beam", "2", "--batch-size", "8", "--required-batch-size-multiple", "1",
                   "--max-len-a", "1.2", "--max-len-b", "5", "--cpu", cwd=tmp_path)
     assert len([line for line in out.stdout.splitlines() if line.startswith("H-")]) == 21
     # posenc-pe, which knows only the built-in kinds, keeps the recorded name and finds no table.
     tables = extract_tables(ckpt, require_table=False)
-    assert {side: (t.kind, t.table) for side, t in tables.items()} == {"encoder": ("ramp", None),
-                                                                       "decoder": ("ramp", None)}
+    assert {side: (t.kind, t.table) for side, t in tables.items()} == {"encoder": (kind, None),
+                                                                       "decoder": (kind, None)}
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ import argparse
 
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 
-from posenc.kinds import family_options, kind_names, option_default
+from posenc.kinds import family_options, kind_names, option_default, option_parser
 
 
 def _checked(name: str, parse):
@@ -35,7 +35,7 @@ def add_position_args(parser, family: str):
     for f in family_options(family):
         flag = "--" + f.name.replace("_", "-")
         extra = {"choices": list(f.metadata["choices"])} if "choices" in f.metadata else {}
-        parse = f.metadata.get("type")
+        parse = option_parser(f)
         if parse is not None:
             extra["type"] = _checked(flag, parse)
         parser.add_argument(flag, default=None, help=f.metadata.get("help"), **extra)
@@ -50,7 +50,7 @@ def fill_position_defaults(args, stock_encoder_kind: str, stock_decoder_kind: st
     for f in family_options(family):
         if getattr(args, f.name, None) is None:
             setattr(args, f.name, option_default(f, family))
-        parse = f.metadata.get("type")
+        parse = option_parser(f)
         if parse is not None:  # a value set from code or a config, not through argparse
             setattr(args, f.name, parse(getattr(args, f.name)))
 
