@@ -197,3 +197,7 @@ def test_posenc_pe_reads_the_key_tables_against_distance(tmp_path, capsys):
     assert rc == 0, err
     written = json.loads((tmp_path / "out" / "report.json").read_text())
     assert written["tables"]["encoder"]["relative_vectors"]["keys"]["norm"] == vectors["keys"]["norm"]
+    for figure in ("relative_vectors_norm.png", "relative_vectors_cosine_with_distance_0.png"):
+        assert (tmp_path / "out" / figure).read_bytes().startswith(b"\x89PNG")
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "### encoder: shaw" in markdown and f"| 1 | a^K | {w_k.norm(dim=1)[0]:.4g}" in markdown
