@@ -212,3 +212,28 @@ def test_the_plugin_reads_the_registry_when_it_builds_its_parser(registry):
         parse_args("posenc_fconv_small", "--encoder-pos", "flat")
     model, _ = build("posenc_transformer_small", "--encoder-pos", "flat", "--decoder-pos", "none")
     assert model.encoder.embed_positions is None and model.decoder.embed_positions is None
+
+
+def test_the_analysis_reads_a_kind_through_its_registration_alone(registry, tmp_path):
+    """A bias kind registered here, with its own rebuild, is analysed like t5 and alibi: the
+    analysis calls the registration and knows no kind by name."""
+    from posenc.analysis.analyze import checkpoint_report
+    from posenc.analysis.bias import RelativeBias
+    from test_analysis_rebuild import save_like_fairseq
+
+    def rebuild(ckpt, side, max_len):
+        distances = torch.arange(-3, 4)
+        values = -0.5 * distances.abs().double()[None].expand(2, -1)  # two heads, -|d|/2
+        return RelativeBias(side, "tilt", side == "decoder", 2, distances, values, "closed form (test)"), None
+
+    register_kind("tilt", families="transformer", acts=LOGITS, build="posenc.encodings.attention_bias:build_alibi",
+                  checkpoint=InCheckpoint(reads=kinds.BIAS, rebuild=rebuild))
+    model, args = build("posenc_transformer_small", "--encoder-pos", "tilt", "--decoder-pos", "none")
+    save_like_fairseq(tmp_path / "ckpt.pt", model, args)
+    report, _ = checkpoint_report(str(tmp_path / "ckpt.pt"), run_probes=False)
+    bias = report["tables"]["encoder"]["relative_bias"]
+    assert (bias["kind"], bias["learned"], bias["distances"]) == ("tilt", False, list(range(-3, 4)))
+    assert [h["locality"] for h in bias["per_head"]] == ["local", "local"]
+    with pytest.raises(ValueError, match="reads='bias' needs a rebuild"):
+        register_kind("tilt2", families="transformer", acts=LOGITS, build=lambda side: None,
+                      checkpoint=InCheckpoint(reads=kinds.BIAS))
