@@ -51,7 +51,7 @@ def test_train_and_generate_with_attention_biases(reversal_corpus, tmp_path, enc
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["rope", "alibi", "t5"])
+@pytest.mark.parametrize("kind", ["rope", "alibi", "t5", "shaw"])
 @pytest.mark.parametrize("flag", ["--encoder-pos", "--decoder-pos"])
 def test_fconv_refuses_attention_kinds_at_start_up_with_one_line(reversal_corpus, tmp_path, kind, flag):
     proc = fairseq("fairseq-train", reversal_corpus, "--user-dir", PLUGIN, "--arch", "posenc_fconv_small",
@@ -61,7 +61,7 @@ def test_fconv_refuses_attention_kinds_at_start_up_with_one_line(reversal_corpus
     last = proc.stderr.strip().splitlines()[-1]
     allowed = last.split("choose from ")[-1]
     assert flag in last and f"invalid choice: '{kind}'" in last
-    assert [k.strip(" ')") for k in allowed.split(",")] == ["learned", "sinusoidal", "none"]
+    assert [k.strip(" ')") for k in allowed.split(",")] == ["learned", "sinusoidal", "none", "shape", "cape"]
 
 
 def test_user_dir_after_importing_the_package_in_the_same_process(tmp_path):

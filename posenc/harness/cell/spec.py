@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from posenc.harness.errors import ConfigError
-from posenc.kinds import FAMILY_KINDS, PE_KINDS, PLACEMENTS, family_pe_kinds, side_kinds
+from posenc.kinds import FAMILIES, PLACEMENTS, family_pe_kinds, pe_kinds, side_kinds
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,12 @@ class CellSpec:
 
 def check_values(cfg) -> None:
     """Each of ``model.family``, ``placement`` and ``pe`` on its own; raise ConfigError."""
-    if cfg.model.family not in FAMILY_KINDS:
-        raise ConfigError(f"model.family={cfg.model.family!r} is not allowed; allowed: {', '.join(FAMILY_KINDS)}")
+    if cfg.model.family not in FAMILIES:
+        raise ConfigError(f"model.family={cfg.model.family!r} is not allowed; allowed: {', '.join(FAMILIES)}")
     if cfg.placement not in PLACEMENTS:
         raise ConfigError(f"placement={cfg.placement!r} is not allowed; allowed: {', '.join(PLACEMENTS)}")
-    if cfg.pe not in PE_KINDS:
-        raise ConfigError(f"pe={cfg.pe!r} is not allowed; allowed: {', '.join(PE_KINDS)}")
+    if cfg.pe not in pe_kinds():  # the registry as it is now: kinds registered from outside count
+        raise ConfigError(f"pe={cfg.pe!r} is not allowed; allowed: {', '.join(pe_kinds())}")
 
 
 def cell_spec(cfg) -> CellSpec:
