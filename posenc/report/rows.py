@@ -14,6 +14,7 @@ from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu, corpus_score
 from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import cell_output
 from posenc.report.references import paper_numbers
+from posenc.report.sequential import apply_decisions
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, paired_test
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.testsets import TestSets
@@ -134,6 +135,7 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     for split in splits:
         signature = _significance(rows, split, base_key, base_value, settings) or signature
     _primary(rows, settings.primary)
+    apply_decisions(rows, sweep, settings.primary)  # a seeds strategy's rows: their sequential verdicts
     edges, labels, sizes = _buckets(rows, settings)
     families = [family(r.cells[0].record) for r in rows]  # as the cells recorded it
     for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows], families)):
