@@ -15,6 +15,7 @@ rule's conditional power, never a rejection. A baseline runs the seeds of every 
 against it.
 """
 
+import math
 from dataclasses import asdict, dataclass, field, replace
 
 from posenc.cells.record import is_ok
@@ -22,12 +23,12 @@ from posenc.cells.strategy import SeedsRow, SeedsState, StateCell
 from posenc.harness.sweep.config import DESIGN_SETTINGS, SEEDS_SETTINGS, seeds_settings
 from posenc.report.rows import Settings, baselines, parse_baseline
 from posenc.report.table import reports_of
-from posenc.stats import power as power_mod
 from posenc.stats import sequential
 from posenc.stats.seeds import CELLS_FAILED, UNTESTABLE
 
 SEED = "seed"
 BASELINE_STOP = "baseline"
+DESIGN_STOPS = (sequential.EFFICACY, sequential.FUTILITY, sequential.MAX)  # frozen; the sweeper's own stops too
 
 
 class StrategyError(ValueError):
@@ -198,7 +199,7 @@ class SeedsPlanner:
     def look(self, tests: dict) -> None:
         """A look for every open row with more paired seeds than at its last look (the pilot at
         least), then the design's decisions for each family of rows sharing a baseline."""
-        design = self.settings.design
+        design, effect = self.settings.design, float(self.settings.effect)
         for row in self.compared():
             if row.state.stopped:
                 continue
@@ -210,22 +211,21 @@ class SeedsPlanner:
             if not hasattr(test, "delta"):
                 row.state.stopped, row.state.why = UNTESTABLE, test or "no comparison with its baseline"
                 continue
-            row.state.looks.append(asdict(sequential.look_of(test, design, float(self.settings.effect),
-                                                             self.settings.test_size)))
+            row.state.looks.append(asdict(sequential.Look.of(test)))
             if len(row.state.looks) == 1:
-                row.state.unreachable = unreachable(test, design, float(self.settings.effect), self.settings.test_size)
+                row.state.unreachable = unreachable(test, design, effect)
         for family in self.families():
-            looks = {r.label: [sequential.Look(**x) for x in r.state.looks] for r in family if r.state.looks}
-            frozen = {r.label: decision_of(r.state) for r in family if r.state.stopped and r.state.looks}
-            decisions = sequential.decide(design, float(self.settings.effect), looks, frozen)
+            looks = {r.label: r.state.looks for r in family}  # a row without a look yet still counts in m
+            frozen = {r.label: decision_of(r.state) for r in family if r.state.stopped in DESIGN_STOPS}
+            decisions = sequential.decide(design, effect, looks, frozen)
             for r in family:
                 d = decisions.get(r.label)
-                if d is None or r.label in frozen:
+                if d is None or r.label in frozen or not r.state.looks or r.state.stopped:
                     continue
-                r.state.looks = [asdict(x) for x in looks[r.label]]  # with the thresholds decide filled in
-                r.state.stopped, r.state.why, r.state.verdict = d.stopped, d.why, d.verdict or ""
-                r.state.ci = list(d.ci) if d.ci is not None else None
-                r.state.level = d.level
+                if d.look.n == r.state.looks[-1]["n"]:  # the look as judged: its threshold and conditional power
+                    r.state.looks[-1] = asdict(d.look)
+                r.state.stopped, r.state.why, r.state.verdict = d.stopped, d.why, d.verdict
+                r.state.ci, r.state.level = (list(d.ci), d.level) if d.stopped else (None, None)
 
     def wanted(self) -> list:
         """The cells the open rows need for their next look, their baselines' included."""
@@ -277,23 +277,21 @@ class SeedsPlanner:
 
 def decision_of(row: SeedsRow):
     """A stopped row's frozen decision, as the design returned it."""
-    return sequential.Decision(stopped=row.stopped, why=row.why, verdict=row.verdict,
-                               look=sequential.Look(**row.looks[-1]), ci=tuple(row.ci) if row.ci else None,
-                               level=row.level)
+    return sequential.Decision(row.stopped, row.why, row.verdict, sequential.Look.coerce(row.looks[-1]),
+                               tuple(row.ci) if row.ci else (math.nan, math.nan),
+                               math.nan if row.level is None else row.level)
 
 
-def unreachable(test, design, effect: float, test_size) -> str:
-    """Why the design cannot reach 80% power at ``effect`` as the pilot estimates its variance
-    (even a fixed test of max_seeds seeds falls short, or no number of seeds would do); "" if it can."""
-    components = power_mod.Components.of(test)
-    if not power_mod.reachable(effect, components, test_size):
-        return (f"unreachable: no number of seeds reaches {power_mod.POWER:.0%} power at |Δ| = {effect:g} "
-                f"with this many test sentences")
-    best = power_mod.power(effect, design.max_seeds, components, test_size)
-    if best < power_mod.POWER:
-        return (f"unreachable: at most {best:.2f} power at |Δ| = {effect:g} with max_seeds = {design.max_seeds} "
-                f"(as the pilot estimates the variance)")
-    return ""
+def unreachable(test, design, effect: float) -> str:
+    """Where the design cannot reach its power at ``effect`` on this test set, as the pilot estimates
+    the variance (the final look alone at max_seeds falls short: the test set's own sampling caps
+    it), the warning the table and the summary give before more seeds are spent; else ""."""
+    look = sequential.Look.of(test)
+    best = sequential.reachable(design, effect, look.spread, look.shared, look.sentences)
+    if best >= sequential.POWER:
+        return ""
+    return (f"cannot reach {sequential.POWER:.0%} power at |Δ| = {effect:g}: at most {best:.2f} with "
+            f"max_seeds = {design.max_seeds} on this test set, as the pilot estimates its variance")
 
 
 def row_label(job, jobs) -> str:
