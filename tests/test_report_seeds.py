@@ -157,18 +157,25 @@ def test_the_floor_is_what_holds_the_level_where_the_seeds_part_dominates(pool):
 
 
 def test_the_tables_note_says_which_procedure_ran():
-    """The table's strategy note: a sweep with min_seeds (the calibrated procedure) is not told to
-    confirm its findings; a state from before min_seeds existed still is."""
+    """The table's strategy note: the group sequential design's settings; a state of the old rule
+    with min_seeds (its calibrated procedure) is not told to confirm its findings; one from before
+    min_seeds existed still is."""
     from types import SimpleNamespace
 
-    from posenc.report.render import strategy_notes
+    from posenc.cells.strategy import SeedsState
+    from posenc.report.sequential import OVERSTATES, strategy_notes
 
     settings = {"effect": 0.5, "test_size": None, "baseline": "placement=both", "pilot_seeds": 3,
                 "max_seeds": 10, "batch_seeds": 2}
-    def note(s):
-        return strategy_notes(SimpleNamespace(sweep=SimpleNamespace(strategy={"settings": s})))[0]
 
-    now = note({**settings, "min_seeds": 7})
-    assert "at least min_seeds = 7" in now and "Calibrated by simulation" in now and "confirm" not in now
+    def note(s):
+        return strategy_notes(SimpleNamespace(sweep=SimpleNamespace(strategy=SeedsState(s, [], []))))[0]
+
+    now = note({**settings, "alpha": 0.05, "spending": "hsd", "gamma": -3.0, "futility": 0.1, "futility_from": 5})
+    assert "a group sequential design: max_seeds N = 10" in now and "hsd spending, γ = -3.0" in now
+    assert "never compared with 0.05" in now and OVERSTATES in now and "min_seeds" not in now
+    floor = note({**settings, "min_seeds": 7})
+    assert "the rule before the group sequential design" in floor
+    assert "at least min_seeds = 7" in floor and "Calibrated by simulation" in floor and "confirm" not in floor
     before = note(settings)
     assert "min_seeds =" not in before and "confirm it with a fixed-seed sweep" in before

@@ -10,7 +10,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 
 from posenc.cells.layout import RESULT_FILE
-from posenc.cells.plan import TUNE_FILE
+from posenc.cells.strategy import TUNE_FILE
 from posenc.cells.sweep import read_sweep
 from posenc.harness import study as studies
 from project import BIN
