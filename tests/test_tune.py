@@ -8,8 +8,8 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from posenc.cells.strategy import STUDY_FILE, TUNE_FILE
 from posenc.cells.record import Record
+from posenc.cells.strategy import STUDY_FILE, TUNE_FILE
 from posenc.cells.sweep import read_sweep
 from posenc.harness import study as studies
 from posenc.harness.run.pruning import TrialPruning, trial_pruning
@@ -221,7 +221,8 @@ def test_the_tuned_table_and_the_summary_say_a_value_is_at_the_edge_and_to_widen
     from posenc.harness.sweep.summary import strategy_summary
     from posenc.report.tuning import tune_notes
 
-    rows = [TuneRow(f"placement={p}", [f"placement={p}"], [Trial(0, f"t{p}", [], {"optim.args.lr": lr}, "COMPLETE", 3.0)],
+    rows = [TuneRow(f"placement={p}", [f"placement={p}"],
+                    [Trial(0, f"t{p}", [], {"optim.args.lr": lr}, "COMPLETE", 3.0)],
                     {"number": 0, "value": 3.0, "values": {"optim.args.lr": lr}}, [1])
             for p, lr in (("both", "0.0029"), ("none", "0.001"))]
     state = TuneState({"trials": 1, "seeds": 1, "baseline": "placement=both"},
@@ -231,7 +232,8 @@ def test_the_tuned_table_and_the_summary_say_a_value_is_at_the_edge_and_to_widen
     assert body[0][1] == "optim.args.lr=0.0029 (at the edge of its range: widen it)"
     assert body[1][1] == "optim.args.lr=0.001"
     notes = tune_notes(report)
-    assert notes[-1].startswith("At the edge of the search space") and "placement=both: optim.args.lr=0.0029" in notes[-1]
+    assert notes[-1].startswith("At the edge of the search space")
+    assert "placement=both: optim.args.lr=0.0029" in notes[-1]
     assert "placement=none" not in notes[-1] and "widen the search space" in notes[-1]
     summary = strategy_summary(state)
     assert ("placement=both 1 trials, best optim.args.lr=0.0029 (optim.args.lr=0.0029 is in the top 5% of its range "
