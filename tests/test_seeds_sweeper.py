@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from posenc.cells.plan import STRATEGY_FILE, planned_cells
+from posenc.cells.plan import planned_cells
+from posenc.cells.strategy import SEEDS_FILE
 from posenc.cells.sweep import read_sweep
 from project import BIN, REPO
 
@@ -50,7 +51,7 @@ def stopped_once(sweep, cache, args, when: str) -> None:
 
 
 def state(sweep):
-    return json.loads((sweep / STRATEGY_FILE).read_text())
+    return json.loads((sweep / SEEDS_FILE).read_text())
 
 
 @pytest.mark.parametrize("args,message", [
@@ -61,7 +62,10 @@ def state(sweep):
     (["hydra.sweeper.baseline='pe=rope'"], "hydra.sweeper.baseline=pe=rope: no row of the sweep is compared with a "
                                          "pe=rope row"),
     (["hydra.sweeper.test_size=0"], "hydra.sweeper.test_size=0 is not allowed"),
-    (["hydra.sweeper.min_seeds=0"], "hydra.sweeper.min_seeds=0 is not allowed; allowed: a whole number >= 1"),
+    (["hydra.sweeper.gamma=12"], "hydra.sweeper.gamma=12 is not allowed; allowed: -10 to 10"),
+    (["hydra.sweeper.spending=linear"], "hydra.sweeper.spending='linear' is not allowed; allowed: hsd, obf, pocock"),
+    (["hydra.sweeper.futility=1.5"], "hydra.sweeper.futility=1.5 is not allowed; allowed: 0 < futility < 1"),
+    (["hydra.sweeper.pilot_seeds=1"], "hydra.sweeper.pilot_seeds=1 is not allowed; allowed: 2 or more"),
 ])
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     sweep = tmp_path / "sweep"
@@ -70,6 +74,24 @@ def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith(f"posenc-run: error: {message}"), line
     assert not sweep.exists() or not any(p.is_dir() for p in sweep.iterdir())  # no cell started
+
+
+def test_max_seeds_changed_on_the_rerun_of_a_started_sweep_is_refused(tmp_path):
+    """The thresholds a(n) depend on max_seeds: a started sweep keeps the one it started with."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    started = {"strategy": "seeds", "settings": {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 4, "spending": "hsd",
+                                                 "gamma": -3.0, "futility": 0.1, "futility_from": 5, "effect": 0.5,
+                                                 "test_size": None, "baseline": "placement=both", "batch_seeds": 1},
+               "rows": [], "cells": []}
+    (sweep / SEEDS_FILE).write_text(json.dumps(started))
+    out = run(sweep, tmp_path / "cache", *SMOKE, *STRATEGY, "hydra.sweeper.max_seeds=6", timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    (line,) = out.stderr.strip().splitlines()
+    assert line == ("posenc-run: error: hydra.sweeper.max_seeds=6 differs from 4, with which this sweep started "
+                    "(its thresholds depend on it); allowed: max_seeds=4, or a new hydra.sweep.dir")
+    assert [p.name for p in sweep.iterdir()] == [SEEDS_FILE]  # nothing run, nothing rewritten
+    assert json.loads((sweep / SEEDS_FILE).read_text()) == started
 
 
 @pytest.mark.slow
