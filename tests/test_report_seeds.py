@@ -179,3 +179,58 @@ def test_the_tables_note_says_which_procedure_ran():
     assert "at least min_seeds = 7" in floor and "Calibrated by simulation" in floor and "confirm" not in floor
     before = note(settings)
     assert "min_seeds =" not in before and "confirm it with a fixed-seed sweep" in before
+
+
+def _sequential_state():
+    """A seeds strategy's state as the planner writes it: none stopped for efficacy at its pilot,
+    source still between looks, both the baseline."""
+    from posenc.cells.strategy import SeedsRow, SeedsState, StateCell
+    from posenc.stats.sequential import Design, Look, repeated_ci
+
+    design = Design()
+    threshold = design.thresholds(design.alpha / 2)[3]
+    look = Look(3, -25.0, 0.6, 2.0, 0.0009, threshold=threshold, cond_power=1.0, level=design.alpha / 2)
+    ci = list(repeated_ci(look, threshold))
+    rows = [SeedsRow("placement=both", ["placement=both"], baseline=True, seeds=[1, 2, 3, 4, 5],
+                     why="runs while any of its rows runs"),
+            SeedsRow("placement=none", ["placement=none"], seeds=[1, 2, 3], stopped="efficacy",
+                     why="efficacy at 3 seeds", verdict="worse", looks=[vars(look)], ci=ci, level=design.alpha / 2),
+            SeedsRow("placement=source", ["placement=source"], seeds=[1, 2, 3],
+                     looks=[vars(Look(3, 0.2, 0.6, 2.0, 0.75, threshold=threshold, cond_power=0.4))])]
+    settings = {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 10, "spending": "hsd", "gamma": -3.0, "futility": 0.1,
+                "futility_from": 5, "effect": 1.0, "test_size": None, "baseline": "placement=both", "batch_seeds": 2}
+    cells = [StateCell(f"placement={p},seed={s}", [f"placement={p}", f"seed={s}"])
+             for p in ("both", "none", "source") for s in (1, 2, 3)]
+    return SeedsState(settings, rows, cells), ci, threshold
+
+
+def test_an_adaptive_rows_table_shows_its_stop_its_repeated_ci_and_never_its_p_against_005():
+    from types import SimpleNamespace
+
+    from scipy import stats as scipy_stats
+
+    from posenc.harness.sweep.summary import strategy_summary
+    from posenc.report.sequential import apply_decisions, strategy_table
+
+    state, ci, threshold = _sequential_state()
+    half = scipy_stats.t.ppf(1 - threshold / 2, 2.0) * 0.6            # the boundary's t·se
+    assert ci == pytest.approx([-25.0 - half, -25.0 + half])
+    fixed = {"verdict": "worse", "verdict_bleu": "worse", "p_seeds_holm": 0.002, "delta_ci_low": -27.0,
+             "delta_ci_high": -23.0}
+    rows = [SimpleNamespace(cells=[SimpleNamespace(name=f"placement={p},seed={s}") for s in (1, 2, 3)],
+                            values=dict(fixed)) for p in ("none", "source")]
+    apply_decisions(rows, SimpleNamespace(strategy=state))
+    none, source = (r.values for r in rows)
+    assert none["verdict"] == none["verdict_bleu"] == "worse" and none["p_seeds_holm"] is None
+    assert [none["delta_ci_low"], none["delta_ci_high"]] == ci                  # the repeated CI, not the fixed one
+    assert source["verdict"].startswith("n/a: between looks") and source["p_seeds_holm"] is None
+    assert source["delta_ci_low"] is None
+    _, body = strategy_table(SimpleNamespace(sweep=SimpleNamespace(strategy=state)))
+    assert body[0][:4] == ["placement=both (baseline)", "5", "-", "runs while any of its rows runs"]
+    assert body[1] == ["placement=none", "3", "3", "efficacy at 3 seeds", "worse", "-25.00",
+                       f"[{ci[0]:+.2f}, {ci[1]:+.2f}]", "0.025"]
+    assert body[2][3:7] == ["going on", "-", "-", "-"]
+    summary = strategy_summary(state)
+    assert summary == (f"; seeds strategy: placement=none 3 seeds (efficacy at 3 seeds: worse, Δ -25.00, repeated 95% "
+                       f"CI [{ci[0]:+.2f}, {ci[1]:+.2f}] at α 0.025); placement=source 3 seeds (going on after the "
+                       f"look at 3 seeds (p 0.7500 against a(3) {threshold:.4f}))")

@@ -190,3 +190,23 @@ def test_the_defaults_live_in_the_design_and_the_structured_config():
     for key in ("alpha", "pilot_seeds", "max_seeds", "spending", "gamma", "futility", "futility_from"):
         assert getattr(conf, key) == getattr(design, key)
     assert settings().problem() == "" and settings().design == design
+
+
+def test_a_test_set_that_caps_the_power_is_said_after_the_pilot_before_more_seeds():
+    """Where the test set's shared sampling alone has sd 1 BLEU, no number of seeds finds |Δ| = 1
+    with 80% power: the final look at N seeds has power at most about Φ(1 - 1.96) + ... = 0.17."""
+    plan = planner(jobs=[["placement=both"], ["placement=none"]])
+    step(plan, {})
+    finish(plan, {"placement=both": (1, 2, 3), "placement=none": (1, 2, 3)})
+    batch = step(plan, {"placement=none": seed_test(0.5, 3, sd=0.5, shared=1.0)})
+    none = rows(plan)["placement=none"].state
+    assert none.unreachable.startswith("cannot reach 80% power at |Δ| = 1: at most 0.")
+    best = float(none.unreachable.split("at most ")[1].split()[0])
+    z = scipy_stats.norm.ppf(1 - 0.05 / 2)
+    assert best <= scipy_stats.norm.cdf(1 / math.sqrt(1 + 0.25 / 10) - z) + 0.05   # the normal bound, t aside
+    assert batch and none.stopped == ""           # it is said, and the row goes on: the user decides
+    fine = planner(jobs=[["placement=both"], ["placement=none"]])
+    step(fine, {})
+    finish(fine, {"placement=both": (1, 2, 3), "placement=none": (1, 2, 3)})
+    step(fine, {"placement=none": seed_test(0.5, 3, sd=0.5, shared=0.0001)})
+    assert rows(fine)["placement=none"].state.unreachable == ""

@@ -76,6 +76,10 @@ class SeedsState:
         """The settings of the seeds strategy that sized its seeds."""
         return self.settings
 
+    def sequential_rows(self) -> list:
+        """The rows decided by the group sequential design (none for the old rule's state)."""
+        return [] if self.old_rule else self.rows
+
     def trial(self, dirname: str):
         return None
 
@@ -153,6 +157,11 @@ class TuneState:
     def seeds_settings(self):
         """The seeds strategy's settings that sized the best values' seeds, or None (a fixed count)."""
         return self.settings.get("seeds_strategy")
+
+    def sequential_rows(self) -> list:
+        """The best values' rows as the seeds strategy's group sequential design decided them."""
+        seeds = self.seeds_settings() or {}
+        return [r.plan for r in self.rows if r.plan is not None] if "spending" in seeds else []
 
     def tuned_keys(self) -> set:
         """The keys each row chose (its search space): values of a row, not rows."""

@@ -6,15 +6,8 @@ Read from the strategy's state (``posenc.cells.strategy.SeedsState``, in ``Sweep
 state from the rule before the group sequential design (min_seeds) is shown as that rule ran it.
 """
 
-from posenc.cells.strategy import SeedsState
-
 OVERSTATES = ("Δ at an efficacy stop overstates |Δ| on average (a row stops early when its Δ happens to be large); "
               "the repeated CI covers the true Δ with 95% at whichever look the row stopped.")
-
-
-def is_sequential(sweep) -> bool:
-    """A seeds strategy's sweep run by the group sequential design (not the old rule)."""
-    return isinstance(sweep.strategy, SeedsState) and not sweep.strategy.old_rule
 
 
 def ci_text(ci) -> str:
@@ -104,13 +97,15 @@ def old_rule_note(s: dict, size: str) -> str:
 def apply_decisions(rows, sweep, primary: str = "bleu") -> None:
     """The adaptive rows' decisions in the table's BLEU verdict columns: the frozen verdict and the
     repeated CI in place of the fixed one; no Holm p (it is never compared with 0.05). A row still
-    between looks has no verdict yet."""
-    if not is_sequential(sweep):
+    between looks has no verdict yet. A seeds strategy's rows, or a tune strategy's best values'
+    seeds where its seeds strategy decided them."""
+    adaptive = sweep.strategy.sequential_rows() if sweep.strategy else []
+    if not adaptive:
         return
     rows_of = {}
     for cell in sweep.strategy.cells:
         overrides = [o for o in cell.overrides if o.split("=", 1)[0] != "seed"]
-        rows_of[cell.dirname] = next((r for r in sweep.strategy.rows if r.overrides == overrides), None)
+        rows_of[cell.dirname] = next((r for r in adaptive if r.overrides == overrides), None)
     for row in rows:
         mine = {id(rows_of.get(c.name)): rows_of.get(c.name) for c in row.cells}
         state = next(iter(mine.values())) if len(mine) == 1 else None
