@@ -8,7 +8,7 @@ from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
 from posenc.cells.record import field, is_ok, time_capped
 from posenc.report.references import SOURCES, WHERE
-from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, verdict_column
+from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, plan_value, verdict_column
 from posenc.report.sequential import strategy_notes, strategy_table
 from posenc.report.significance import TESTS
 from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
@@ -199,8 +199,8 @@ def power_table(report):
             continue
         body.append(identity_cells(row) + [str(v["pilot_seeds"]), str(test.sentences), number(v.get("power_seed_sd")),
                                            number(v.get("power_sentence_sd")), number(v.get("power_shared_sd")),
-                                           number(v.get("mde_bleu")), str(v["seeds_needed"]),
-                                           str(v["seeds_needed_low"])])
+                                           number(v.get("mde_bleu")), str(plan_value(v["seeds_needed"])),
+                                           str(plan_value(v["seeds_needed_low"]))])
     return headers, body
 
 

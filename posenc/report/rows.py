@@ -364,8 +364,8 @@ def _power(rows, settings):
         components = power_mod.Components.of(test)
         v["mde_bleu"] = power_mod.mde(test.n, components)
         v["pilot_seeds"] = test.n
-        v["seeds_needed"] = _needed(power_mod.booking, settings, components)
-        v["seeds_needed_low"] = _needed(power_mod.seeds_needed, settings, components)
+        v["seeds_needed"] = power_mod.seeds_plan(settings.effect, components, settings.test_size)
+        v["seeds_needed_low"] = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
         v["power_advice"] = _advice(settings, components, v["seeds_needed"], v["seeds_needed_low"])
         v["power_seed_sd"] = math.sqrt(components.seed_var)
         v["power_sentence_sd"] = math.sqrt(components.sentence_var)
@@ -375,20 +375,24 @@ def _power(rows, settings):
 UNREACHABLE = "n/a: not with this many test sentences, whatever the seeds"
 
 
-def _needed(planner, settings, components):
-    needed = planner(settings.effect, components, settings.test_size)
-    if needed is not None:
-        return needed
-    reachable = power_mod.reachable(settings.effect, components, settings.test_size)
-    return f">{power_mod.MAX_SEEDS}" if reachable else UNREACHABLE
+def plan_value(plan):
+    """A ``power.SeedsPlan`` as the table's column holds it: the seeds, ">1000" beyond
+    MAX_SEEDS, or UNREACHABLE; None without a plan."""
+    if plan is None:
+        return None
+    if plan.seeds is not None:
+        return plan.seeds
+    return f">{power_mod.MAX_SEEDS}" if plan.reachable else UNREACHABLE
 
 
 def _advice(settings, components, book, low) -> str:
-    """What a user does when the pilot is too small to vouch for its plan, or ""."""
+    """What a user does when the pilot is too small to vouch for its plan (``book`` and ``low``:
+    ``power.SeedsPlan``), or ""."""
     n, beyond = components.pilot_seeds, f"more than {power_mod.MAX_SEEDS}"
-    if not isinstance(low, int) or book == UNREACHABLE or (isinstance(book, int) and book <= power_mod.WIDE * low):
+    if low.seeds is None or not book.reachable or (book.seeds is not None and book.seeds <= power_mod.WIDE * low.seeds):
         return ""
-    book = book if isinstance(book, int) else beyond      # the booking is past MAX_SEEDS
+    low = low.seeds
+    book = beyond if book.seeds is None else book.seeds   # the booking is past MAX_SEEDS
     again = power_mod.booking(settings.effect, replace(components, pilot_seeds=2 * n), settings.test_size)
     return (f"{n} seeds cannot pin this down (the plan ranges from {low} to {book}): book {book}, or run {n} more "
             f"and plan again; with {2 * n} seeds that spread as these do, the booking would be "
@@ -450,6 +454,8 @@ def as_dicts(report: Report) -> list:
         if is_tuned(report.sweep):  # a tune strategy's row: the values its study chose
             d["tuned"] = tuned_values(report.sweep, row.cells)
         for k, val in row.values.items():
+            if isinstance(val, power_mod.SeedsPlan):
+                val = plan_value(val)
             d[k] = "; ".join(map(str, val)) if isinstance(val, list) else val
         out.append(d)
     return out
