@@ -210,3 +210,25 @@ def test_a_test_set_that_caps_the_power_is_said_after_the_pilot_before_more_seed
     finish(fine, {"placement=both": (1, 2, 3), "placement=none": (1, 2, 3)})
     step(fine, {"placement=none": seed_test(0.5, 3, sd=0.5, shared=0.0001)})
     assert rows(fine)["placement=none"].state.unreachable == ""
+
+
+def test_one_function_names_rows_and_finds_their_baselines_for_the_sweepers_and_the_report():
+    from types import SimpleNamespace
+
+    from posenc.cells.rows import baseline_of, row_name, varying
+    from posenc.report.rows import baselines
+
+    grid = [{"model": "a", "placement": "both"}, {"model": "a", "placement": "none"},
+            {"model": "b", "placement": "none"}, {"model": "b", "placement": "both"},
+            {"model": "c", "placement": "none"}]
+    assert baseline_of(grid, "placement", "both") == [0, 0, 3, 3, None]
+    assert varying(grid) == ["model", "placement"] and varying(grid[:2]) == ["placement"]
+    assert row_name(grid[1], varying(grid[:2])) == "placement=none" and row_name({}, []) == "the one row"
+    # The report's rows and the planner's rows find the same baselines.
+    report_rows = [SimpleNamespace(identity=values) for values in grid]
+    found = baselines(report_rows, ("placement", "both"))
+    index = [None if found[id(r)] is None else report_rows.index(found[id(r)]) for r in report_rows]
+    assert index == [0, 0, 3, 3, None]
+    plan = planner(jobs=[[f"model={v['model']}", f"placement={v['placement']}"] for v in grid])
+    assert [r.base and plan.rows.index(r.base) for r in plan.rows] == [None, 0, 3, None, None]
+    assert [r.label for r in plan.rows][:2] == ["model=a,placement=both", "model=a,placement=none"]

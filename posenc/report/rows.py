@@ -8,6 +8,7 @@ from dataclasses import field as dc_field
 import numpy as np
 
 from posenc.cells.record import SPLITS, family, field, is_ok, time_capped
+from posenc.cells.rows import baseline_of, row_name
 from posenc.cells.sweep import RECORD_KEYS
 from posenc.kinds import KINDS, PLACEMENTS
 from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu, corpus_score
@@ -112,7 +113,8 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     for row in rows:
         seeds = [c.record.get("seed") for c in row.cells]
         if len(seeds) != len(set(map(str, seeds))):
-            warnings.append(f"row {_name(row.identity)} has cells with the same seed; pairing by seed takes the first")
+            warnings.append(f"row {row_name(row.identity)} has cells with the same seed; "
+                            "pairing by seed takes the first")
     has_long = any(c.record.get(field("bleu", "test_long")) is not None for r in rows for c in r.cells)
     splits = [s for s in SPLITS if s == "test" or has_long]
     scorer = Scorer()
@@ -181,10 +183,6 @@ def _group(sweep, keys):
     return ordered
 
 
-def _name(identity) -> str:
-    return " ".join(f"{k}={v}" for k, v in identity.items())
-
-
 def _scores(row: Row, has_long: bool) -> None:
     v = row.values
     names = ["bleu", "tok_bleu", "valid_ppl"] + (["bleu_test_long", "tok_bleu_test_long"] if has_long else [])
@@ -219,13 +217,8 @@ def _scores(row: Row, has_long: bool) -> None:
 def baselines(rows, baseline) -> dict:
     """``{id(row): its baseline row}`` (the row itself for a baseline, None where its group has
     none): the row with the same identity but ``baseline``'s key at ``baseline``'s value."""
-    base_key, base_value = baseline
-    by_group = {}
-    for row in rows:
-        rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)
-        by_group.setdefault(rest, {})[row.identity.get(base_key)] = row
-    return {id(row): by_group[tuple((k, v) for k, v in row.identity.items() if k != base_key)].get(base_value)
-            for row in rows}
+    index = baseline_of([row.identity for row in rows], *baseline)
+    return {id(row): None if i is None else rows[i] for row, i in zip(rows, index)}
 
 
 def _significance(rows, split, base_key, base_value, settings):

@@ -19,6 +19,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 
 from posenc.cells.record import is_ok
+from posenc.cells.rows import baseline_of, row_name, varying
 from posenc.cells.strategy import SeedsRow, SeedsState, StateCell
 from posenc.harness.sweep.config import DESIGN_SETTINGS, SEEDS_SETTINGS, seeds_settings
 from posenc.report.rows import Settings, baselines, parse_baseline
@@ -132,7 +133,7 @@ class SeedsPlanner:
             values = dict(line.split("=", 1) for line in job)
             rows.append(Row(SeedsRow(row_label(job, jobs), list(job),
                                      baseline=str(values.get(base_key, "")) == str(base_value))))
-        link_baselines(rows, base_key)
+        link_baselines(rows, base_key, base_value)
         if not any(r.base is not None for r in rows):
             raise StrategyError(f"hydra.sweeper.baseline={base_key}={base_value}: no row of the sweep is compared "
                                 f"with a {base_key}={base_value} row; allowed: a grid with a baseline row and rows "
@@ -294,20 +295,23 @@ def unreachable(test, design, effect: float) -> str:
             f"max_seeds = {design.max_seeds} on this test set, as the pilot estimates its variance")
 
 
+def grid_values(job) -> dict:
+    """A job's ``key=value`` lines as a dict (``+``/``~`` dropped from the keys)."""
+    return {k.lstrip("+~"): v for k, v in (line.split("=", 1) for line in job)}
+
+
 def row_label(job, jobs) -> str:
     """A row's name: the values of the keys the grid's ``jobs`` vary, e.g. ``placement=none``."""
-    swept = {k.lstrip("+~"): v for k, v in (line.split("=", 1) for line in job)
-             if len({value_in(j, k) for j in jobs}) > 1}
-    return ",".join(f"{k}={v}" for k, v in swept.items()) or "the one row"
+    return row_name(grid_values(job), varying([grid_values(j) for j in jobs]))
 
 
-def link_baselines(rows, base_key: str, grid=None) -> None:
-    """Set each compared row's ``base``: the baseline row equal to it in every grid value but
-    ``base_key``. ``grid(row)``: the overrides that make a row (default: all of its overrides)."""
-    def rest(row):
-        return [o for o in (grid(row) if grid else row.overrides) if o.split("=", 1)[0] != base_key]
-    for row in rows:
-        row.base = None if row.baseline else next((r for r in rows if r.baseline and rest(r) == rest(row)), None)
+def link_baselines(rows, base_key: str, base_value, grid=None) -> None:
+    """Set each compared row's ``base``: its baseline row (``posenc.cells.rows.baseline_of``, as the
+    report finds it). ``grid(row)``: the overrides that make a row (default: all of its overrides)."""
+    values = [grid_values(grid(row) if grid else row.overrides) for row in rows]
+    bases = baseline_of(values, base_key.lstrip("+~"), base_value)
+    for row, index in zip(rows, bases):
+        row.base = None if row.baseline or index is None else rows[index]
 
 
 def value_in(job, key):

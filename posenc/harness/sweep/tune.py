@@ -307,7 +307,7 @@ class TuneSweeper(LaunchingSweeper):
                                         baseline=str(value_in(row.overrides, base_key)) == str(base_value)))
                   for row in tuned}
         grid = {id(states[row.row]): row.overrides for row in tuned}  # the rows' own values, not what each tuned
-        link_baselines(list(states.values()), base_key, grid=lambda state: grid[id(state)])
+        link_baselines(list(states.values()), base_key, base_value, grid=lambda state: grid[id(state)])
         before = None
         if isinstance(self.before, TuneState) and self.before.settings.get("seeds_strategy"):
             before = SeedsState(self.before.settings["seeds_strategy"],
