@@ -11,6 +11,8 @@ beside the mean wall time of one of the sweep's cells (their records' ``cell_wal
 Target: under 2 s beyond the cells, with the tables cached.
 
     .venv/bin/python scripts/bench_seeds_sweeper.py SWEEP_DIR [--rounds 5] [--baseline placement=both]
+
+A fixed-seed sweep works too: its seeds are dropped from the grid, as the strategy would choose them.
 """
 
 import argparse
@@ -37,9 +39,11 @@ def main() -> None:
     parser.add_argument("--max-seeds", type=int, default=10)
     args = parser.parse_args()
     plan = OmegaConf.load(args.sweep_dir / PLAN_FILE)
-    params = OmegaConf.to_container(plan.hydra.sweeper.get("params") or {})
+    preset = plan.hydra.sweeper.get("params")
+    params = OmegaConf.to_container(preset) if preset else {}
     settings = SeedsSettings.of({"baseline": args.baseline, "max_seeds": args.max_seeds})
-    jobs = grid_jobs(params, [o for o in plan.hydra.overrides.task if not o.startswith("hydra")], "seeds")
+    grid = [o for o in plan.hydra.overrides.task if not o.startswith(("hydra", "seed="))]  # a fixed sweep's seeds too
+    jobs = grid_jobs(params, grid, "seeds")
     name = cell_namer(plan)
     out = args.sweep_dir / "bench-state"
     out.mkdir(exist_ok=True)
