@@ -120,8 +120,9 @@ class Design:
 
 
 def spending(kind: str, time, alpha: float, gamma: float = -3.0) -> np.ndarray:
-    """The α spent by information time ``time`` (0..1): Hwang-Shih-DeCani (γ; γ = 0 is linear), or
-    Lan-DeMets' O'Brien-Fleming-like 2 - 2Φ(z_{1-α/2}/√t) and Pocock-like α ln(1 + (e - 1) t)."""
+    """The two-sided α spent by information time ``time`` (0..1), α/2 on each side: Hwang-Shih-DeCani
+    (γ; γ = 0 is linear), or Lan-DeMets' O'Brien-Fleming-like 2 - 2Φ(z_{1-α/4}/√t) per side (as
+    the published tables, ldbounds and gsDesign spend it) and Pocock-like α ln(1 + (e - 1) t)."""
     from scipy import special
 
     t = np.clip(np.asarray(time, dtype=float), 0.0, 1.0)
@@ -129,7 +130,7 @@ def spending(kind: str, time, alpha: float, gamma: float = -3.0) -> np.ndarray:
         return alpha * t if gamma == 0 else alpha * np.expm1(-gamma * t) / np.expm1(-gamma)
     if kind == "obf":
         with np.errstate(divide="ignore"):
-            return 2 * special.ndtr(-special.ndtri(1 - alpha / 2) / np.sqrt(t))
+            return 4 * special.ndtr(-special.ndtri(1 - alpha / 4) / np.sqrt(t))
     if kind == "pocock":
         return alpha * np.log1p((math.e - 1) * t)
     raise ValueError(f"spending={kind!r}; allowed: {', '.join(SPENDING)}")
