@@ -3,7 +3,7 @@
 
 Systems are the references of a real corpus corrupted word by word (posenc.stats.simulate), at a
 rate set per system and seed so that a system's corpus BLEU has the seed spread asked for; their
-sentence errors are partly shared (``--noise``, default "partly shared"). Four parts (``--only``):
+sentence errors are partly shared (``--noise``, default "partly shared"). Five parts (``--only``):
 
 - null: the false-positive rate at α = 0.05 of the verdict (guarded Welch-Satterthwaite df), of
   the same se on t(n - 1) (before issue 22), of plain Satterthwaite, and of today's * (sacreBLEU's
@@ -20,7 +20,13 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Four p
   at 1 and 3 times the pilot's sentences plus one where max_seeds binds: sweeps at Δ = 0 and at
   the planned Δ, re-planned after every batch, tested by the verdict at the stop
   (``posenc.stats.simulate.adaptive``); the false-positive rate, the delivered power and the
-  seeds used against the truth's plan.
+  seeds used against the truth's plan;
+- sequential (not run by default): the group sequential design (``posenc.stats.sequential``,
+  its defaults, batches of 2) as a sweep runs it (``posenc.stats.simulate.sequential``), one row
+  and three rows sharing a baseline, in the adaptive part's worlds at 1 and 3 times the pilot's
+  sentences with max_seeds 10: the family-wise false-positive rate, the power and seeds per row
+  at the planned Δ and 2, 5 and 20 times it, the fixed design of the same power, and today's rule
+  (SeedsRule, max_seeds 10) beside it.
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
 largest size must not exceed it.
@@ -231,7 +237,7 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
     (every row at that Δ); beside it today's rule (SeedsRule: pilot 3, batches 2, min_seeds 7,
     max_seeds 10; one row, ``old`` sweeps per Δ) and the fixed design of the same power."""
     from posenc.stats.seeds import SeedsRule
-    from posenc.stats.sequential import Design, reachable
+    from posenc.stats.sequential import Design, final_power
     from posenc.stats.simulate import SEQUENTIAL_STOPS, adaptive, sequential
 
     design = Design()
@@ -244,7 +250,7 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
         today = [adaptive(pool, Setting(0, size, seed_sd, delta, noise), rule, effect, size, old,
                           seed=seed + 100 * i + 50 + k) for k, delta in enumerate((0.0, effect))]
         for family in (1, 3):
-            cap = reachable(design, effect, spread, shared, size, design.alpha / family)
+            cap = final_power(design, effect, spread, shared, size, design.alpha / family)
             runs = {}
             for k, multiple in enumerate((0, *SEQUENTIAL_MULTIPLES)):
                 count = null if multiple == 0 else (alt if multiple <= 2 else max(alt // 2, 1))
@@ -267,7 +273,7 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
             print(" | ".join(cells), flush=True)
     header = ["seeds' part / sentence part", "sentences", "planned Δ = E (fixed truth needs 6)", "rows",
               "null sweeps", "family-wise false-positive rate (Δ = 0)", "seeds per row (Δ = 0)",
-              "futility stops (Δ = 0)", "power at E", "final look's power at E (`reachable`)", "seeds per row (E)",
+              "futility stops (Δ = 0)", "power at E", "final look's power at E (`final_power`)", "seeds per row (E)",
               "fixed design of that power (E)", "power at 2E", "seeds per row (2E)", "fixed design of that power (2E)",
               "seeds per row (5E)", "seeds per row (20E)", "sweeps at E, 2E (half at 5E, 20E)",
               "today's rule: false-positive rate", "today's rule: seeds (Δ = 0)", "today's rule: power at E",

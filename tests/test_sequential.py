@@ -23,6 +23,7 @@ from posenc.stats.sequential import (
     conditional_power,
     could_find,
     decide,
+    final_power,
     reachable,
     spending,
 )
@@ -218,7 +219,11 @@ def test_conditional_power_matches_a_direct_simulation():
     assert conditional_power(bare, DEFAULT, effect) >= conditional_power(
         Look(n, 0.3, se_n, 1e6, 0.5, spread, shared), DEFAULT, effect)
     # reachable: the shared part caps the power that N seeds can give.
-    assert reachable(DEFAULT, 1.0, 4.0, 0.0) > reachable(DEFAULT, 1.0, 4.0, 0.3) < 0.8
+    assert final_power(DEFAULT, 1.0, 4.0, 0.0) > final_power(DEFAULT, 1.0, 4.0, 0.3) < 0.8
+    assert reachable(DEFAULT, 3.0, 4.0, 0.0) and not reachable(DEFAULT, 1.0, 4.0, 0.3)
+    # Closed form with no shared part and a normal final look: Φ(E/se_N - z) + Φ(-E/se_N - z).
+    z = stats.t.isf(DEFAULT.thresholds()[10] / 2, 9)
+    assert final_power(DEFAULT, 2.0, 10.0, 0.0) == pytest.approx(stats.norm.cdf(2 / 1 - z) + stats.norm.cdf(-2 - z))
 
 
 SENTENCES = 400
