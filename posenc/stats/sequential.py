@@ -21,8 +21,9 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   row's verdict never changes). Returns a Decision for every row: ``stopped`` "" (go on),
   EFFICACY, FUTILITY or MAX; ``why`` as the table says it; ``verdict`` (""
   while going on); ``look``; ``ci`` (the repeated confidence interval at that look); ``level``.
-- ``reachable(design, effect, spread, shared)``: whether N seeds can give the planned power at all
-  (a test set whose own sampling dominates caps it; the sweeper says so before spending seeds).
+- ``final_power(design, effect, spread, shared)`` and ``reachable(...)``: what N seeds can give at
+  most, and whether that reaches 80% (a test set whose own sampling dominates caps it; the sweeper
+  says so before spending seeds).
 
 Thresholds. Error spending (Lan & DeMets 1983) on information time n/N: the α spent by look n is
 f(n/N); a(n) is set so that, under the null, the chance of a first crossing at n is
@@ -120,8 +121,9 @@ class Design:
 
 
 def spending(kind: str, time, alpha: float, gamma: float = -3.0) -> np.ndarray:
-    """The α spent by information time ``time`` (0..1): Hwang-Shih-DeCani (γ; γ = 0 is linear), or
-    Lan-DeMets' O'Brien-Fleming-like 2 - 2Φ(z_{1-α/2}/√t) and Pocock-like α ln(1 + (e - 1) t)."""
+    """The two-sided α spent by information time ``time`` (0..1), α/2 on each side: Hwang-Shih-DeCani
+    (γ; γ = 0 is linear), or Lan-DeMets' O'Brien-Fleming-like 2 - 2Φ(z_{1-α/4}/√t) per side (as
+    the published tables, ldbounds and gsDesign spend it) and Pocock-like α ln(1 + (e - 1) t)."""
     from scipy import special
 
     t = np.clip(np.asarray(time, dtype=float), 0.0, 1.0)
@@ -129,7 +131,7 @@ def spending(kind: str, time, alpha: float, gamma: float = -3.0) -> np.ndarray:
         return alpha * t if gamma == 0 else alpha * np.expm1(-gamma * t) / np.expm1(-gamma)
     if kind == "obf":
         with np.errstate(divide="ignore"):
-            return 2 * special.ndtr(-special.ndtri(1 - alpha / 2) / np.sqrt(t))
+            return 4 * special.ndtr(-special.ndtri(1 - alpha / 4) / np.sqrt(t))
     if kind == "pocock":
         return alpha * np.log1p((math.e - 1) * t)
     raise ValueError(f"spending={kind!r}; allowed: {', '.join(SPENDING)}")
@@ -244,6 +246,8 @@ def conditional_power(look, design: Design, effect: float, alpha: float = None) 
 
     look = Look.coerce(look)
     se_n, critical = _final(look, design, alpha)
+    if look.se == 0 or se_n == 0:     # outputs identical to the baseline's: nothing left to learn
+        return float(look.delta != 0)
     info, info_n = 1 / look.se ** 2, 1 / se_n ** 2
     if info_n <= info * (1 + 1e-12):
         return float(abs(look.delta) / look.se > critical)
@@ -261,6 +265,8 @@ def could_find(look, design: Design, alpha: float = None, power: float = POWER) 
 
     look = Look.coerce(look)
     se_n, critical = _final(look, design, alpha)
+    if look.se == 0 or se_n == 0:
+        return math.inf
     info, info_n = 1 / look.se ** 2, 1 / se_n ** 2
     if info_n <= info * (1 + 1e-12):
         return math.inf
@@ -268,10 +274,11 @@ def could_find(look, design: Design, alpha: float = None, power: float = POWER) 
     return float(((critical * se_n + special.ndtri(power) * sd) * info_n - abs(look.delta) * info) / (info_n - info))
 
 
-def reachable(design: Design, effect: float, spread: float, shared: float, sentences: int = 0,
-              alpha: float = None, target: float = POWER) -> float:
-    """The power of the final look alone at N seeds for ``effect`` (a lower bound on the design's,
-    futility aside): below ``target``, the test set's shared part caps what seeds can give."""
+def final_power(design: Design, effect: float, spread: float, shared: float, sentences: int = 0,
+                alpha: float = None) -> float:
+    """The power of the final look alone at N seeds for ``effect`` at level ``alpha`` (about the
+    design's own, which can only add the rows that cross earlier and lose the few stopped for
+    futility): the most that N seeds on this test set can give."""
     from scipy import special
 
     look = Look(design.max_seeds, 0.0, 1.0, 1.0, 1.0, spread, shared, sentences)
@@ -280,6 +287,13 @@ def reachable(design: Design, effect: float, spread: float, shared: float, sente
         return 1.0
     z = abs(effect) / se_n
     return float(special.ndtr(z - critical) + special.ndtr(-z - critical))
+
+
+def reachable(design: Design, effect: float, spread: float, shared: float, sentences: int = 0,
+              alpha: float = None, target: float = POWER) -> bool:
+    """Whether N seeds can find ``effect`` with power ``target`` (``final_power``): where not, the
+    test set's shared part or max_seeds caps it, and the sweeper says so before spending seeds."""
+    return final_power(design, effect, spread, shared, sentences, alpha) >= target
 
 
 @dataclass(frozen=True)

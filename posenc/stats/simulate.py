@@ -115,12 +115,15 @@ class Sweeps:
         return Sweeps(self.sentences[index], self.kind[index], self.uniform[index], self.draw[index])
 
 
-def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator, sweeps: Sweeps = None):
-    """Per-sentence statistics of ``count`` sweeps, ``(count, 2 systems, seeds, sentences, k)``:
-    system 0 the baseline, 1 the row, and their ``Sweeps``. Each sweep's test set is ``sentences``
-    distinct sentences of the pool (the pool's own when it has as many). Given ``sweeps`` (one per
-    sweep), the seeds are more seeds of those sweeps: the same test sets and shared draws."""
+def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator, sweeps: Sweeps = None,
+             rows: int = 1):
+    """Per-sentence statistics of ``count`` sweeps, ``(count, 1 + rows systems, seeds, sentences, k)``:
+    system 0 the baseline, the others rows ``setting.effect`` above it, and their ``Sweeps``. Each
+    sweep's test set is ``sentences`` distinct sentences of the pool (the pool's own when it has as
+    many). Given ``sweeps`` (one per sweep), the seeds are more seeds of those sweeps: the same
+    test sets and shared draws."""
     n, size, available = setting.seeds, setting.sentences, pool.stats.shape[2]
+    systems = 1 + rows
     across, within = NOISE[setting.noise]
     draws = pool.stats.shape[1]
     if sweeps is None:
@@ -129,20 +132,21 @@ def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator,
         sentences = (np.broadcast_to(np.arange(size), (count, size)) if size == available
                      else np.argsort(rng.random((count, available)), axis=1)[:, :size])
         kind = rng.random((count, 1, 1, size))
-        u_across, u_within = rng.random((count, 1, 1, size)), rng.random((count, 2, 1, size))
+        u_across, u_within = rng.random((count, 1, 1, size)), rng.random((count, systems, 1, size))
     else:
         count = len(sweeps.sentences)
-    u_fresh = rng.random((count, 2, n, size))
+    u_fresh = rng.random((count, systems, n, size))
     if sweeps is None:
-        d_across, d_within = rng.integers(0, draws, (count, 1, 1, size)), rng.integers(0, draws, (count, 2, 1, size))
-    d_fresh = rng.integers(0, draws, (count, 2, n, size))
+        d_across, d_within = (rng.integers(0, draws, (count, 1, 1, size)),
+                              rng.integers(0, draws, (count, systems, 1, size)))
+    d_fresh = rng.integers(0, draws, (count, systems, n, size))
     if sweeps is None:
         sweeps = Sweeps(sentences, kind, np.where(kind < across, u_across, u_within),
                         np.where(kind < across, d_across, d_within))
     fresh = sweeps.kind >= across + within
     uniform, draw = np.where(fresh, u_fresh, sweeps.uniform), np.where(fresh, d_fresh, sweeps.draw)
-    bleus = setting.base_bleu + setting.effect * np.arange(2)[None, :, None] + \
-        setting.seed_sd * rng.standard_normal((count, 2, n))
+    bleus = setting.base_bleu + setting.effect * (np.arange(systems) > 0)[None, :, None] + \
+        setting.seed_sd * rng.standard_normal((count, systems, n))
     position = np.interp(pool.rate_for(bleus), pool.rates, np.arange(len(pool.rates)))[..., None]   # (c, 2, n, 1)
     low = np.floor(position).astype(int)
     grid = np.where(uniform < position - low, np.minimum(low + 1, len(pool.rates) - 1), low)
@@ -273,4 +277,71 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
             delta, sd, var_test, var_test_seed = combine_parts(parts["d"][index, :n], parts["i"][index, :n])
             out["p"][start + index] = p_values(delta, sd, var_test, var_test_seed, n, size)[0]
             out["delta"][start + index], out["seeds"][start + index] = delta, n
+    return out
+
+
+SEQUENTIAL_STOPS = ("", "efficacy", "futility", "max_seeds")   # ``sequential``'s ``stopped``: an index into this
+
+
+def sequential(pool: Pool, setting: Setting, design, plan_effect: float, rows: int = 1, comparisons: int = 1000,
+               seed: int = 0, batch_seeds: int = 2, chunk: int = 100):
+    """``comparisons`` sweeps of ``rows`` rows sharing one baseline, every row ``setting.effect``
+    above it, run by the group sequential design (``posenc.stats.sequential``) as the sweeper runs
+    it: the pilot's ``design.pilot_seeds`` seeds, then a look after every batch of ``batch_seeds``
+    (the last batch only up to max_seeds); at each look every running row's comparison with the
+    baseline is the verdict's test on all its seeds so far (``verdict.p_values``, its components as
+    the report takes them), and ``sequential.decide`` (graphical Holm over the rows, futility at
+    ``plan_effect``, the decisions taken frozen) says which rows stop. The baseline runs while any
+    row does. ``setting.seeds`` is not used. Returns arrays ``(comparisons, rows)``: ``verdict``
+    (+1 better, -1 worse, 0 no evidence), ``seeds`` (the seeds the row ran), ``stopped`` (index into
+    SEQUENTIAL_STOPS), ``delta`` (Δ at the stop); and ``baseline_seeds`` ``(comparisons,)``."""
+    from dataclasses import replace
+
+    from posenc.stats.sequential import EFFICACY, Look, decide
+    from posenc.stats.verdict import BETTER, WORSE, combine_parts, seed_parts, split_variance
+
+    rng = np.random.default_rng(seed)
+    size, most, names = setting.sentences, design.max_seeds, [f"row {r}" for r in range(rows)]
+    out = {"verdict": np.zeros((comparisons, rows), dtype=int), "seeds": np.zeros((comparisons, rows), dtype=int),
+           "stopped": np.zeros((comparisons, rows), dtype=int), "delta": np.full((comparisons, rows), np.nan),
+           "baseline_seeds": np.zeros(comparisons, dtype=int)}
+    for start in range(0, comparisons, chunk):
+        count = min(chunk, comparisons - start)
+        diffs, influence = np.zeros((count, rows, most)), np.zeros((count, rows, most, size))
+        looks = [{name: [] for name in names} for _ in range(count)]
+        frozen = [{} for _ in range(count)]
+        active, have, sweeps = np.arange(count), 0, None
+        while len(active) and have < most:
+            want = design.pilot_seeds if have == 0 else min(have + batch_seeds, most)
+            stats, made = _outputs(pool, replace(setting, seeds=want - have), len(active), rng,
+                                   None if sweeps is None else sweeps.take(active), rows=rows)
+            sweeps = made if sweeps is None else sweeps
+            d, i = seed_parts(stats[:, 1:], stats[:, :1], {})
+            diffs[active, :, have:want], influence[active, :, have:want] = d, i
+            have = want
+            delta, sd, var_test, var_test_seed = combine_parts(diffs[active, :, :have], influence[active, :, :have])
+            p, se, df = p_values(delta, sd, var_test, var_test_seed, have, size)
+            shared = split_variance(var_test, var_test_seed, have)[1]
+            still = []
+            for a, sweep in enumerate(active.tolist()):
+                for r, name in enumerate(names):
+                    if name not in frozen[sweep]:
+                        looks[sweep][name].append(Look(have, float(delta[a, r]), float(se[a, r]), float(df[a, r]),
+                                                       float(p[a, r]), float(sd[a, r]) ** 2, float(shared[a, r]), size))
+                decisions = decide(design, plan_effect, looks[sweep], frozen[sweep])
+                for r, name in enumerate(names):
+                    decision = decisions[name]
+                    if name in frozen[sweep] or not decision.stopped:
+                        continue
+                    frozen[sweep][name] = decision
+                    at = start + sweep
+                    out["seeds"][at, r], out["delta"][at, r] = have, decision.look.delta
+                    out["stopped"][at, r] = SEQUENTIAL_STOPS.index(decision.stopped)
+                    if decision.stopped == EFFICACY:
+                        out["verdict"][at, r] = {BETTER: 1, WORSE: -1}[decision.verdict]
+                if len(frozen[sweep]) < rows:
+                    still.append(sweep)
+                else:
+                    out["baseline_seeds"][start + sweep] = have
+            active = np.asarray(still, dtype=int)
     return out
