@@ -288,9 +288,9 @@ def unreachable(test, design, effect: float) -> str:
     the variance (the final look alone at max_seeds falls short: the test set's own sampling caps
     it), the warning the table and the summary give before more seeds are spent; else ""."""
     look = sequential.Look.of(test)
-    best = sequential.reachable(design, effect, look.spread, look.shared, look.sentences)
-    if best >= sequential.POWER:
+    if sequential.reachable(design, effect, look.spread, look.shared, look.sentences):
         return ""
+    best = sequential.final_power(design, effect, look.spread, look.shared, look.sentences)
     return (f"cannot reach {sequential.POWER:.0%} power at |Δ| = {effect:g}: at most {best:.2f} with "
             f"max_seeds = {design.max_seeds} on this test set, as the pilot estimates its variance")
 
