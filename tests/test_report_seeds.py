@@ -181,6 +181,9 @@ def test_the_tables_note_says_which_procedure_ran():
     assert "min_seeds =" not in before and "confirm it with a fixed-seed sweep" in before
 
 
+CAPPED = "cannot reach 80% power at |Δ| = 1: at most 0.40 with max_seeds = 10 on this test set"
+
+
 def _sequential_state():
     """A seeds strategy's state as the planner writes it: none stopped for efficacy at its pilot,
     source still between looks, both the baseline."""
@@ -194,8 +197,9 @@ def _sequential_state():
     rows = [SeedsRow("placement=both", ["placement=both"], baseline=True, seeds=[1, 2, 3, 4, 5],
                      why="runs while any of its rows runs"),
             SeedsRow("placement=none", ["placement=none"], seeds=[1, 2, 3], stopped="efficacy",
-                     why="efficacy at 3 seeds", verdict="worse", looks=[vars(look)], ci=ci, level=design.alpha / 2),
-            SeedsRow("placement=source", ["placement=source"], seeds=[1, 2, 3],
+                     why="efficacy at 3 seeds", verdict="worse", looks=[vars(look)], ci=ci, level=design.alpha / 2,
+                     unreachable=CAPPED),
+            SeedsRow("placement=source", ["placement=source"], seeds=[1, 2, 3], unreachable=CAPPED,
                      looks=[vars(Look(3, 0.2, 0.6, 2.0, 0.75, threshold=threshold, cond_power=0.4))])]
     settings = {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 10, "spending": "hsd", "gamma": -3.0, "futility": 0.1,
                 "futility_from": 5, "effect": 1.0, "test_size": None, "baseline": "placement=both", "batch_seeds": 2}
@@ -229,8 +233,8 @@ def test_an_adaptive_rows_table_shows_its_stop_its_repeated_ci_and_never_its_p_a
     assert body[0][:4] == ["placement=both (baseline)", "5", "-", "runs while any of its rows runs"]
     assert body[1] == ["placement=none", "3", "3", "efficacy at 3 seeds", "worse", "-25.00",
                        f"[{ci[0]:+.2f}, {ci[1]:+.2f}]", "0.025"]
-    assert body[2][3:7] == ["going on", "-", "-", "-"]
+    assert body[2][3:7] == [f"going on; {CAPPED}", "-", "-", "-"]   # said while the row runs, not after efficacy
     summary = strategy_summary(state)
     assert summary == (f"; seeds strategy: placement=none 3 seeds (efficacy at 3 seeds: worse, Δ -25.00, repeated 95% "
                        f"CI [{ci[0]:+.2f}, {ci[1]:+.2f}] at α 0.025); placement=source 3 seeds (going on after the "
-                       f"look at 3 seeds (p 0.7500 against a(3) {threshold:.4f}))")
+                       f"look at 3 seeds (p 0.7500 against a(3) {threshold:.4f}); {CAPPED})")

@@ -134,7 +134,7 @@ def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_l
     assert done["optim.args.lr=0.002"]["stopped"] == "baseline" and row["seeds"] == [1, 2, 3, 4, 5]
     # The table and the summary: where and why it stopped, the repeated CI, no p against 0.05.
     table = (sweep / "table.md").read_text()
-    assert "a group sequential design: max_seeds N = 5" in table and "| efficacy at 5 seeds | worse |" in table
+    assert "a group sequential design: max_seeds N = 5" in table and "| 3 5 | efficacy at 5 seeds | worse |" in table
     low, high = row["ci"]
     assert f"[{low:+.2f}, {high:+.2f}]" in table and high < 0
     summary = again.stdout.strip().splitlines()[-1]

@@ -6,6 +6,8 @@ Read from the strategy's state (``posenc.cells.strategy.SeedsState``, in ``Sweep
 state from the rule before the group sequential design (min_seeds) is shown as that rule ran it.
 """
 
+from posenc.stats.sequential import EFFICACY
+
 OVERSTATES = ("Δ at an efficacy stop overstates |Δ| on average (a row stops early when its Δ happens to be large); "
               "the repeated CI covers the true Δ with 95% at whichever look the row stopped.")
 
@@ -30,9 +32,12 @@ def row_stop(row) -> str:
         text = f"{row.why}: {row.verdict}, Δ {look['delta']:+.2f}, repeated 95% CI {ci_text(row.ci)}"
         if row.level is not None:
             text += f" at α {row.level:.4g}"
-    if row.unreachable:
-        text += f"; {row.unreachable}"
-    return text
+    return text + warning(row)
+
+
+def warning(row) -> str:
+    """The unreachable warning of a row that has not found its answer ("" once it stopped for efficacy)."""
+    return f"; {row.unreachable}" if row.unreachable and row.stopped != EFFICACY else ""
 
 
 def strategy_table(report):
@@ -52,7 +57,7 @@ def strategy_table(report):
                          "-", "-", "-", "-"])
             continue
         look = r.looks[-1] if r.looks else None
-        stopped = (r.why or "going on") + (f"; {r.unreachable}" if r.unreachable else "")
+        stopped = (r.why or "going on") + warning(r)
         body.append([r.row, str(len(r.seeds)), " ".join(str(x["n"]) for x in r.looks) or "-", stopped,
                      r.verdict or "-", "-" if look is None or not r.stopped else f"{look['delta']:+.2f}",
                      ci_text(r.ci) if r.stopped else "-", "-" if r.level is None else f"{r.level:.4g}"])
