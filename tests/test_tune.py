@@ -239,3 +239,25 @@ def test_the_tuned_table_and_the_summary_say_a_value_is_at_the_edge_and_to_widen
     assert ("placement=both 1 trials, best optim.args.lr=0.0029 (optim.args.lr=0.0029 is in the top 5% of its range "
             "0.0003..0.003 (log scale): the best value may lie beyond it, widen the search space)") in summary
     assert "placement=none 1 trials, best optim.args.lr=0.001;" not in summary and summary.endswith("0.001")
+
+
+def test_an_old_tune_state_with_plans_of_the_old_rule_still_reads(tmp_path):
+    """A tune state written before the group sequential design: its rows' plans ({planned, stopped,
+    why}) read as old-rule rows, whose verdicts the table leaves to the fixed test."""
+    from posenc.cells.strategy import TuneState, read_state
+    from posenc.harness.sweep.summary import strategy_summary
+
+    old = {"strategy": "tune", "search_space": {"optim.args.lr": {"low": 1e-4, "high": 1e-2, "log": True}},
+           "settings": {"trials": 2, "seeds": 3, "pruner": None, "baseline": "placement=both",
+                        "seeds_strategy": {"effect": 1.0, "pilot_seeds": 3, "max_seeds": 10, "batch_seeds": 2,
+                                           "min_seeds": 7, "test_size": None, "baseline": "placement=both"}},
+           "rows": [{"row": "placement=none", "overrides": ["placement=none"], "trials": [], "seeds": [1, 2, 3],
+                     "best": {"number": 0, "value": 3.0, "values": {"optim.args.lr": "0.001"}},
+                     "plan": {"planned": 5, "stopped": "plan", "why": "its plan books 5"}}],
+           "trials": [], "cells": []}
+    (tmp_path / TUNE_FILE).write_text(json.dumps(old))
+    state = read_state(tmp_path)
+    assert isinstance(state, TuneState) and state.rows[0].plan.planned == 5 and state.rows[0].plan.looks == []
+    assert state.sequential_rows() == []
+    assert strategy_summary(state) == ("; tune strategy: placement=none 0 trials, best optim.args.lr=0.001, "
+                                       "3 seeds (its plan books 5)")
