@@ -232,3 +232,13 @@ def test_one_function_names_rows_and_finds_their_baselines_for_the_sweepers_and_
     plan = planner(jobs=[[f"model={v['model']}", f"placement={v['placement']}"] for v in grid])
     assert [r.base and plan.rows.index(r.base) for r in plan.rows] == [None, 0, 3, None, None]
     assert [r.label for r in plan.rows][:2] == ["model=a,placement=both", "model=a,placement=none"]
+
+
+def test_a_family_whose_rows_all_stopped_is_left_as_it_is():
+    """Every row of the family rejected: a rerun has nothing to decide, and says so by an empty batch."""
+    plan = planner(jobs=[["placement=both"], ["placement=none"]])
+    step(plan, {})
+    finish(plan, {"placement=both": (1, 2, 3), "placement=none": (1, 2, 3)})
+    assert step(plan, {"placement=none": seed_test(-25.0, 3)}) == []
+    before = plan.state()
+    assert step(plan, {"placement=none": seed_test(-25.0, 3)}) == [] and plan.state() == before

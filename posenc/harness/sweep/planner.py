@@ -216,6 +216,8 @@ class SeedsPlanner:
             if len(row.state.looks) == 1:
                 row.state.unreachable = unreachable(test, design, effect)
         for family in self.families():
+            if all(r.state.stopped for r in family):  # every decision taken: nothing left to decide
+                continue
             looks = {r.label: r.state.looks for r in family}  # a row without a look yet still counts in m
             frozen = {r.label: decision_of(r.state) for r in family if r.state.stopped in DESIGN_STOPS}
             decisions = sequential.decide(design, effect, looks, frozen)
