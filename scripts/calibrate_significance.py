@@ -223,21 +223,51 @@ SEQUENTIAL_MULTIPLES = (1, 2, 5, 20)     # the effects simulated, as multiples o
 
 def fixed_same_power(effect, power, spread, shared, size) -> int:
     """The fewest seeds of the fixed design (the verdict's test at α, no multiplicity) whose power
-    at ``effect`` reaches ``power`` (0.999 where the sweeps rejected every time); -1 beyond MAX_SEEDS."""
+    at ``effect`` reaches ``power`` (0.99 at most: near 1 a rate is all noise); -1 beyond MAX_SEEDS."""
     seeds = np.arange(2, power_mod.MAX_SEEDS)
-    reached = power_mod.power_of(effect, seeds, spread, shared, size) >= min(power, 0.999)
+    reached = power_mod.power_of(effect, seeds, spread, shared, size) >= min(power, 0.99)
     return int(seeds[np.argmax(reached)]) if reached.any() else -1
 
 
-def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=2):
+def fixed_same_power_simulated(pool, noise, size, seed_sd, effect, rows, power, guess, sweeps, seed) -> int:
+    """The fewest seeds of the fixed design as users run it (every row ``guess``..n seeds, the
+    verdict's test once, Holm over the ``rows`` rows: ``simulate.sequential`` with one look at n)
+    whose simulated power at ``effect`` reaches ``power`` (0.99 at most); -1 beyond 40 seeds."""
+    from posenc.stats.sequential import Design
+    from posenc.stats.simulate import sequential
+
+    target, measured = min(power, 0.99), {}
+
+    def reaches(n):
+        if n not in measured:
+            run = sequential(pool, Setting(0, size, seed_sd, effect, noise), Design(pilot_seeds=n, max_seeds=n),
+                             effect, rows, sweeps, seed=seed + n)
+            measured[n] = float(np.mean(run["verdict"] == 1))
+        return measured[n] >= target
+
+    n = max(2, guess)
+    if reaches(n):
+        while n > 2 and reaches(n - 1):
+            n -= 1
+        return n
+    while not reaches(n):      # up in steps of 2, then back one
+        n += 2
+        if n > 40:
+            return -1
+    return n - 1 if reaches(n - 1) else n
+
+
+def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=2, fixed_sweeps=800):
     """The group sequential design (``posenc.stats.sequential.Design()``'s defaults, batches of
     ``batch_seeds``) as a sweep runs it (``simulate.sequential``), one row and three rows sharing a
     baseline, in the adaptive part's worlds (max_seeds 10): ``null`` sweeps at Δ = 0 (the
     family-wise false-positive rate), ``alt`` at the planned Δ and 2Δ and ``alt // 2`` at 5Δ and 20Δ
     (every row at that Δ); beside it today's rule (SeedsRule: pilot 3, batches 2, min_seeds 7,
-    max_seeds 10; one row, ``old`` sweeps per Δ) and the fixed design of the same power."""
+    max_seeds 10; one row, ``old`` sweeps per Δ) and the fixed design of the same power, by the
+    verdict's power formula at α (no multiplicity: a lower bound) and simulated with Holm over the
+    rows (``fixed_sweeps`` sweeps per seed count tried)."""
     from posenc.stats.seeds import SeedsRule
-    from posenc.stats.sequential import Design, final_power
+    from posenc.stats.sequential import Design, sequential_power
     from posenc.stats.simulate import SEQUENTIAL_STOPS, adaptive, sequential
 
     design = Design()
@@ -250,7 +280,7 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
         today = [adaptive(pool, Setting(0, size, seed_sd, delta, noise), rule, effect, size, old,
                           seed=seed + 100 * i + 50 + k) for k, delta in enumerate((0.0, effect))]
         for family in (1, 3):
-            cap = final_power(design, effect, spread, shared, size, design.alpha / family)
+            cap = sequential_power(design, effect, spread, shared, size, design.alpha / family)
             runs = {}
             for k, multiple in enumerate((0, *SEQUENTIAL_MULTIPLES)):
                 count = null if multiple == 0 else (alt if multiple <= 2 else max(alt // 2, 1))
@@ -260,11 +290,15 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
             power = {m: float(np.mean(r["verdict"] == 1)) for m, r in runs.items() if m}
             seeds = {m: float(r["seeds"].mean()) for m, r in runs.items()}
             fixed = {m: fixed_same_power(m * effect, power[m], spread, shared, size) for m in (1, 2)}
+            simulated = {m: fixed_same_power_simulated(pool, noise, size, seed_sd, m * effect, family, power[m],
+                                                       fixed[m], fixed_sweeps, seed + 100 * i + 1000 * m + family)
+                         for m in (1, 2)}
             cells = [f"{ratio:g}", str(size), f"{effect:.2f}", str(family), str(null),
                      f"{np.mean((runs[0]['verdict'] != 0).any(1)):.4f}", f"{seeds[0]:.2f}",
                      f"{np.mean(runs[0]['stopped'] == SEQUENTIAL_STOPS.index('futility')):.2f}",
-                     f"{power[1]:.3f}", f"{cap:.2f}", f"{seeds[1]:.2f}", str(fixed[1]),
-                     f"{power[2]:.3f}", f"{seeds[2]:.2f}", str(fixed[2]), f"{seeds[5]:.2f}", f"{seeds[20]:.2f}",
+                     f"{power[1]:.3f}", f"{cap:.2f}", f"{seeds[1]:.2f}", f"{fixed[1]} / {simulated[1]}",
+                     f"{power[2]:.3f}", f"{seeds[2]:.2f}", f"{fixed[2]} / {simulated[2]}", f"{seeds[5]:.2f}",
+                     f"{seeds[20]:.2f}",
                      str(alt)]
             cells += ([f"{np.mean(today[0]['p'] < 0.05):.3f}", f"{today[0]['seeds'].mean():.2f}",
                        f"{np.mean(today[1]['p'] < 0.05):.3f}", f"{today[1]['seeds'].mean():.2f}"]
@@ -273,8 +307,10 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
             print(" | ".join(cells), flush=True)
     header = ["seeds' part / sentence part", "sentences", "planned Δ = E (fixed truth needs 6)", "rows",
               "null sweeps", "family-wise false-positive rate (Δ = 0)", "seeds per row (Δ = 0)",
-              "futility stops (Δ = 0)", "power at E", "final look's power at E (`final_power`)", "seeds per row (E)",
-              "fixed design of that power (E)", "power at 2E", "seeds per row (2E)", "fixed design of that power (2E)",
+              "futility stops (Δ = 0)", "power at E", "the design's power at E at α/rows (`sequential_power`)",
+              "seeds per row (E)",
+              "fixed design of that power (E): formula at α / simulated, Holm", "power at 2E", "seeds per row (2E)",
+              "fixed design of that power (2E): formula at α / simulated, Holm",
               "seeds per row (5E)", "seeds per row (20E)", "sweeps at E, 2E (half at 5E, 20E)",
               "today's rule: false-positive rate", "today's rule: seeds (Δ = 0)", "today's rule: power at E",
               "today's rule: seeds (E)"]
