@@ -76,8 +76,8 @@ def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
 def test_rows_run_their_pilot_then_their_plan_and_a_rerun_trains_nothing(tmp_path):
     sweep, cache = tmp_path / "sweep", tmp_path / "cache"
     # A hundredth of a BLEU, planned for a test set so large that its shared sampling vanishes: smoke
-    # cells' seeds differ by about 0.06 BLEU, so the plan books hundreds of seeds (it books 2 only
-    # where 3 seeds happen to spread less than their sentence noise at its 75% limit, under 1% here),
+    # cells' seeds differ by about 0.06 BLEU, so the plan books hundreds of seeds (even where 3 seeds
+    # happen to agree: the booking takes their spread as at least their sentence noise, issue 30),
     # and the row goes on to max_seeds and says so.
     out = run(sweep, cache, *SMOKE, *STRATEGY, *TINY_EFFECT)
     assert out.returncode == 0, out.stderr[-3000:]
