@@ -20,7 +20,10 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   for the m rows sharing one baseline; frozen holds the Decisions taken at earlier calls (a stopped
   row's verdict never changes). Returns a Decision for every row: ``stopped`` "" (go on),
   EFFICACY, FUTILITY or MAX; ``why`` as the table says it; ``verdict`` (""
-  while going on); ``look``; ``ci`` (the repeated confidence interval at that look); ``level``.
+  while going on); ``look`` (for efficacy the latest look that crosses, an earlier one where a
+  retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
+  interval at that look, at the row's level); ``level`` (α / rows not rejected when it stopped).
+  Decisions and Looks are JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
 - ``sequential_power(design, effect, spread, shared)`` and ``reachable(...)``: what N seeds can give,
   and whether that reaches 80% (a test set whose own sampling dominates caps it; the sweeper
   says so before spending seeds).
