@@ -3,7 +3,7 @@
 
 Systems are the references of a real corpus corrupted word by word (posenc.stats.simulate), at a
 rate set per system and seed so that a system's corpus BLEU has the seed spread asked for; their
-sentence errors are partly shared (``--noise``, default "partly shared"). Five parts (``--only``):
+sentence errors are partly shared (``--noise``, default "partly shared"). Its parts (``--only``):
 
 - null: the false-positive rate at α = 0.05 of the verdict (guarded Welch-Satterthwaite df), of
   the same se on t(n - 1) (before issue 22), of plain Satterthwaite, and of today's * (sacreBLEU's
@@ -15,6 +15,15 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Five p
   really deliver (the sweeps they book, simulated, and the test's power at the world's true
   components, measured by simulating the world at that size and Δ), its mean over the pilots, and
   the median booking against the truth's plan; the same for the plug-in;
+- holm (not run by default; issue 30, item 4): tables of 3 rows sharing a baseline, no row
+  different, at 3, 5 and 10 seeds in the planning part's worlds (the seeds' part 0, 1 and 4 times
+  the sentence part) at 500 and 1,500 sentences (and 3,003 at 3 seeds): the tail P(p <= α/m) for
+  m = 1..5 and Holm's family-wise rate, with the df guard before issue 30 (75%) and today's;
+- holm-power (not run by default): what that costs: the power of fixed designs of 3, 5 and 10
+  seeds, one row alone and under Holm over three, before and after;
+- booking (not run by default; issue 30, item 8): 3-seed pilots on 500 sentences planned for
+  2,000, where the truth needs 11 seeds: the power each pilot's booking delivers at the truth,
+  its lowest, the share under 0.5 and the seeds booked, before issue 30 and now;
 - adaptive (not run by default): the seeds strategy (``posenc.stats.seeds.SeedsRule``, pilot 3,
   batches of 2, min_seeds 7 unless --min-seeds) as a sweep runs it, in the planning part's worlds
   at 1 and 3 times the pilot's sentences plus one where max_seeds binds: sweeps at Δ = 0 and at
@@ -49,8 +58,8 @@ from scipy import optimize
 
 from posenc.atomic import write_text_atomic
 from posenc.stats import power as power_mod
-from posenc.stats.simulate import NOISE, Pool, Setting, rejection_rate, simulate
-from posenc.stats.verdict import split_variance
+from posenc.stats.simulate import NOISE, Pool, Setting, family, holm_rejects, rejection_rate, simulate
+from posenc.stats.verdict import ALPHA, DF_GUARD, guard_factor, p_values, split_variance
 
 RATES = np.round(np.linspace(0.0, 0.7, 15), 4)
 NULL_TESTS = (("p", "verdict (df: guarded W-S)"), ("p_before", "before: t(n-1)"),
@@ -168,6 +177,114 @@ def planning_part(pool, noise, pilots, seed, direct=300):
     return table(header, rows), {f: worlds[(1.0, f)] for f in FACTORS}
 
 
+HOLM_ROWS, HOLM_MS, BEFORE_GUARD = 3, (1, 2, 3, 4, 5), 0.75   # BEFORE_GUARD: DF_GUARD before issue 30
+HOLM_SIZES = {3: (500, 1500, 3003), 5: (500, 1500), 10: (500, 1500)}   # where each seed count is calibrated
+HOLM_POWER_SIZES = (500, 1500)
+
+
+def holm_worlds(pool, noise, seed):
+    """The planning part's worlds for the Holm part: (ratio, size, seed_sd) with the seeds' part of
+    d_s 0, 1 and 4 times the sentence part at PILOT_SIZE sentences."""
+    sentence_n = world_parts(pool, noise, PILOT_SIZE, seed)[0]
+    return [(ratio, float(np.sqrt(ratio * sentence_n / 2))) for ratio in RATIOS]
+
+
+def _holm_p(parts, n, size):
+    """(before, now): the verdict's p of every row, with the df guard before issue 30 and today's."""
+    before = p_values(*parts, n, size, guard=guard_factor(n, BEFORE_GUARD))[0]
+    return before, p_values(*parts, n, size)[0]
+
+
+def holm_part(pool, noise, sweeps, seed, ratios=RATIOS):
+    """Tables of rows sharing one baseline, HOLM_ROWS rows + the baseline (a 4-row Table 4), no row
+    different: the tail P(p <= α/m) of one row's p for m in HOLM_MS (the level Holm tests the first
+    of m rows at; pooled over the table's rows), and the family-wise rate of Holm over k null rows
+    (k = 3: every row null; k < 3: the others so far off that Holm rejects them first, which
+    leaves the k null rows tested at α/k and below), before and after issue 30. ``sweeps``: tables
+    per world at 3 seeds (a quarter of that at 5 and 10 seeds, half at 3,003 sentences). ``ratios``:
+    the worlds run (each keeps its own random streams, so a study can be split over processes)."""
+    rows = []
+    for i, ((ratio, seed_sd), n) in enumerate(itertools.product(holm_worlds(pool, noise, seed), SEEDS)):
+        for j, size in enumerate(HOLM_SIZES[n] if ratio in ratios else ()):
+            count = sweeps // (4 if n > 3 else 2 if size > 2000 else 1)
+            parts = family(pool, Setting(n, size, seed_sd, 0.0, noise), HOLM_ROWS, count, seed=seed + 10 * i + j)
+            cells = [f"{ratio:g}", str(n), str(size), str(count)]
+            for p in _holm_p(parts, n, size):
+                cells += [" / ".join(f"{np.mean(p <= ALPHA / m) / (ALPHA / m):.2f}" for m in HOLM_MS)]
+                cells += [" / ".join(f"{np.mean(holm_rejects(p[:, :k]).any(-1)):.4f}" for k in (3, 2, 1))]
+            rows.append(cells)
+            print(" | ".join(cells), flush=True)
+    ms = ", ".join(map(str, HOLM_MS))
+    header = ["seeds' part / sentence part", "seeds", "sentences", "tables"]
+    for when in (f"before (guard {BEFORE_GUARD:.0%})", f"now (guard {DF_GUARD:.0%})"):
+        header += [f"{when}: P(p <= α/m) / (α/m), m = {ms}", f"{when}: family-wise rate, 3 / 2 / 1 null rows"]
+    return table(header, rows)
+
+
+def holm_power_part(pool, noise, sweeps, seed):
+    """The power the mend costs: tables of HOLM_ROWS rows all Δ above their baseline, fixed designs
+    of 3, 5 and 10 seeds, with Δ per world such that today's planned power at 5 seeds is 0.8; the
+    power of one row alone (α) and of each row under Holm over the three, before and after."""
+    rows = []
+    for i, ((ratio, seed_sd), size) in enumerate(itertools.product(holm_worlds(pool, noise, seed), HOLM_POWER_SIZES)):
+        sentence, shared = world_parts(pool, noise, size, seed + size, 0.0)
+        effect = effect_needing(5, 2 * seed_sd ** 2 + sentence, shared, size)
+        for n in SEEDS:
+            parts = family(pool, Setting(n, size, seed_sd, effect, noise), HOLM_ROWS, sweeps,
+                           seed=seed + 100 * i + n)
+            cells = [f"{ratio:g}", str(size), f"{effect:.2f}", str(n), str(sweeps)]
+            for p in _holm_p(parts, n, size):
+                cells += [f"{np.mean(p[:, 0] <= ALPHA):.3f}", f"{np.mean(holm_rejects(p)):.3f}"]
+            rows.append(cells)
+            print(" | ".join(cells), flush=True)
+    header = ["seeds' part / sentence part", "sentences", "Δ (5 seeds: 0.8 planned)", "seeds", "tables",
+              "before: power, one row", "before: power, Holm over 3", "now: power, one row", "now: power, Holm over 3"]
+    return table(header, rows)
+
+
+# The held-out check of issue 30, item 8: 3-seed pilots on PILOT_SIZE sentences planned for a test set
+# 4 times larger, where the truth needs 11 seeds.
+HELD_OUT_PILOT, HELD_OUT_FACTOR, HELD_OUT_TRUTH = 3, 4, 11
+
+
+def booking_part(pool, noise, pilots, seed, direct=100):
+    """Pilots of HELD_OUT_PILOT seeds plan for HELD_OUT_FACTOR times their sentences, in the worlds
+    of the planning part (the seeds' part 0, 1 and 4 times the sentence part) with Δ such that the
+    truth needs HELD_OUT_TRUTH seeds there; the booking before issue 30 (``upper(cover=False)``)
+    and now (``upper()``), judged by the power of each pilot's booking at the world's true
+    components (every pilot) and by the sweeps they book (the first ``direct`` pilots)."""
+    n, size = HELD_OUT_PILOT, PILOT_SIZE * HELD_OUT_FACTOR
+    sentence_n = world_parts(pool, noise, PILOT_SIZE, seed)[0]
+    rows = []
+    for i, ratio in enumerate(RATIOS):
+        seed_var, effect = ratio * sentence_n, 0.0
+        for _ in range(2):
+            sentence, shared = world_parts(pool, noise, size, seed + HELD_OUT_FACTOR, effect)
+            effect = effect_needing(HELD_OUT_TRUTH, seed_var + sentence, shared, size)
+        spread = seed_var + sentence
+        truth_plan = int(power_mod.plan(effect, spread, shared, size))
+        seed_sd = float(np.sqrt(seed_var / 2))   # per system: d_s holds two systems' seeds
+        pilot = simulate(pool, Setting(n, PILOT_SIZE, seed_sd, effect, noise), pilots, seed=seed + 100 + i)
+        sentence_hat, shared_hat = split_variance(pilot["var_test"], pilot["var_test_seed"], n)
+        comps = power_mod.Components(pilot["sd_diff"] ** 2, sentence_hat, shared_hat, PILOT_SIZE, n)
+        cells = [f"{ratio:g}", f"{PILOT_SIZE} → {size}", f"{effect:.2f}", str(truth_plan), str(pilots)]
+        for k, upper in enumerate((comps.upper(cover=False), comps.upper())):
+            booked = power_mod.plan(effect, *upper.at(size), size)
+            booked = np.where(booked < 0, power_mod.MAX_SEEDS, booked)
+            power = power_mod.power_of(effect, booked, spread, shared, size)
+            swept = delivered(pool, noise, booked[:direct], seed_sd, effect, size, seed + 1000 * (2 * i + k + 1))
+            cells += [f"{power.mean():.3f}", f"{power.min():.3f}", f"{np.mean(power < 0.5):.3f}",
+                      f"{swept:.3f} ({min(direct, pilots)})", f"{np.median(booked):.0f}", f"{booked.mean():.1f}"]
+        rows.append(cells)
+        print(" | ".join(cells), flush=True)
+    header = ["seeds' part / sentence part", "sentences (pilot → planned)", f"Δ (truth needs {HELD_OUT_TRUTH})",
+              "truth's plan", "pilots"]
+    for when in ("before", "now"):
+        header += [f"{when}: mean power at the truth", f"{when}: lowest", f"{when}: share < 0.5",
+                   f"{when}: power delivered (sweeps booked)", f"{when}: median seeds", f"{when}: mean seeds"]
+    return table(header, rows)
+
+
 ADAPTIVE_FACTORS, ADAPTIVE_MAX, BINDING = (1, 3), 100, (1.0, 1, 6)   # BINDING: (ratio, factor, max_seeds)
 
 
@@ -223,21 +340,51 @@ SEQUENTIAL_MULTIPLES = (1, 2, 5, 20)     # the effects simulated, as multiples o
 
 def fixed_same_power(effect, power, spread, shared, size) -> int:
     """The fewest seeds of the fixed design (the verdict's test at α, no multiplicity) whose power
-    at ``effect`` reaches ``power`` (0.999 where the sweeps rejected every time); -1 beyond MAX_SEEDS."""
+    at ``effect`` reaches ``power`` (0.99 at most: near 1 a rate is all noise); -1 beyond MAX_SEEDS."""
     seeds = np.arange(2, power_mod.MAX_SEEDS)
-    reached = power_mod.power_of(effect, seeds, spread, shared, size) >= min(power, 0.999)
+    reached = power_mod.power_of(effect, seeds, spread, shared, size) >= min(power, 0.99)
     return int(seeds[np.argmax(reached)]) if reached.any() else -1
 
 
-def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=2):
+def fixed_same_power_simulated(pool, noise, size, seed_sd, effect, rows, power, guess, sweeps, seed) -> int:
+    """The fewest seeds of the fixed design as users run it (every row ``guess``..n seeds, the
+    verdict's test once, Holm over the ``rows`` rows: ``simulate.sequential`` with one look at n)
+    whose simulated power at ``effect`` reaches ``power`` (0.99 at most); -1 beyond 40 seeds."""
+    from posenc.stats.sequential import Design
+    from posenc.stats.simulate import sequential
+
+    target, measured = min(power, 0.99), {}
+
+    def reaches(n):
+        if n not in measured:
+            run = sequential(pool, Setting(0, size, seed_sd, effect, noise), Design(pilot_seeds=n, max_seeds=n),
+                             effect, rows, sweeps, seed=seed + n)
+            measured[n] = float(np.mean(run["verdict"] == 1))
+        return measured[n] >= target
+
+    n = max(2, guess)
+    if reaches(n):
+        while n > 2 and reaches(n - 1):
+            n -= 1
+        return n
+    while not reaches(n):      # up in steps of 2, then back one
+        n += 2
+        if n > 40:
+            return -1
+    return n - 1 if reaches(n - 1) else n
+
+
+def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=2, fixed_sweeps=800):
     """The group sequential design (``posenc.stats.sequential.Design()``'s defaults, batches of
     ``batch_seeds``) as a sweep runs it (``simulate.sequential``), one row and three rows sharing a
     baseline, in the adaptive part's worlds (max_seeds 10): ``null`` sweeps at Δ = 0 (the
     family-wise false-positive rate), ``alt`` at the planned Δ and 2Δ and ``alt // 2`` at 5Δ and 20Δ
     (every row at that Δ); beside it today's rule (SeedsRule: pilot 3, batches 2, min_seeds 7,
-    max_seeds 10; one row, ``old`` sweeps per Δ) and the fixed design of the same power."""
+    max_seeds 10; one row, ``old`` sweeps per Δ) and the fixed design of the same power, by the
+    verdict's power formula at α (no multiplicity: a lower bound) and simulated with Holm over the
+    rows (``fixed_sweeps`` sweeps per seed count tried)."""
     from posenc.stats.seeds import SeedsRule
-    from posenc.stats.sequential import Design, final_power
+    from posenc.stats.sequential import Design, sequential_power
     from posenc.stats.simulate import SEQUENTIAL_STOPS, adaptive, sequential
 
     design = Design()
@@ -249,32 +396,38 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
         rule = SeedsRule(pilot_seeds=3, max_seeds=design.max_seeds, batch_seeds=2, min_seeds=7)
         today = [adaptive(pool, Setting(0, size, seed_sd, delta, noise), rule, effect, size, old,
                           seed=seed + 100 * i + 50 + k) for k, delta in enumerate((0.0, effect))]
-        for family in (1, 3):
-            cap = final_power(design, effect, spread, shared, size, design.alpha / family)
+        for rows_n in (1, 3):
+            cap = sequential_power(design, effect, spread, shared, size, design.alpha / rows_n)
             runs = {}
             for k, multiple in enumerate((0, *SEQUENTIAL_MULTIPLES)):
                 count = null if multiple == 0 else (alt if multiple <= 2 else max(alt // 2, 1))
                 runs[multiple] = sequential(pool, Setting(0, size, seed_sd, multiple * effect, noise), design, effect,
-                                            family, count, seed=seed + 100 * i + 10 * family + k,
+                                            rows_n, count, seed=seed + 100 * i + 10 * rows_n + k,
                                             batch_seeds=batch_seeds)
             power = {m: float(np.mean(r["verdict"] == 1)) for m, r in runs.items() if m}
             seeds = {m: float(r["seeds"].mean()) for m, r in runs.items()}
             fixed = {m: fixed_same_power(m * effect, power[m], spread, shared, size) for m in (1, 2)}
-            cells = [f"{ratio:g}", str(size), f"{effect:.2f}", str(family), str(null),
+            simulated = {m: fixed_same_power_simulated(pool, noise, size, seed_sd, m * effect, rows_n, power[m],
+                                                       fixed[m], fixed_sweeps, seed + 100 * i + 1000 * m + rows_n)
+                         for m in (1, 2)}
+            cells = [f"{ratio:g}", str(size), f"{effect:.2f}", str(rows_n), str(null),
                      f"{np.mean((runs[0]['verdict'] != 0).any(1)):.4f}", f"{seeds[0]:.2f}",
                      f"{np.mean(runs[0]['stopped'] == SEQUENTIAL_STOPS.index('futility')):.2f}",
-                     f"{power[1]:.3f}", f"{cap:.2f}", f"{seeds[1]:.2f}", str(fixed[1]),
-                     f"{power[2]:.3f}", f"{seeds[2]:.2f}", str(fixed[2]), f"{seeds[5]:.2f}", f"{seeds[20]:.2f}",
+                     f"{power[1]:.3f}", f"{cap:.2f}", f"{seeds[1]:.2f}", f"{fixed[1]} / {simulated[1]}",
+                     f"{power[2]:.3f}", f"{seeds[2]:.2f}", f"{fixed[2]} / {simulated[2]}", f"{seeds[5]:.2f}",
+                     f"{seeds[20]:.2f}",
                      str(alt)]
             cells += ([f"{np.mean(today[0]['p'] < 0.05):.3f}", f"{today[0]['seeds'].mean():.2f}",
                        f"{np.mean(today[1]['p'] < 0.05):.3f}", f"{today[1]['seeds'].mean():.2f}"]
-                      if family == 1 else ["", "", "", ""])
+                      if rows_n == 1 else ["", "", "", ""])
             rows.append(cells)
             print(" | ".join(cells), flush=True)
     header = ["seeds' part / sentence part", "sentences", "planned Δ = E (fixed truth needs 6)", "rows",
               "null sweeps", "family-wise false-positive rate (Δ = 0)", "seeds per row (Δ = 0)",
-              "futility stops (Δ = 0)", "power at E", "final look's power at E (`final_power`)", "seeds per row (E)",
-              "fixed design of that power (E)", "power at 2E", "seeds per row (2E)", "fixed design of that power (2E)",
+              "futility stops (Δ = 0)", "power at E", "the design's power at E at α/rows (`sequential_power`)",
+              "seeds per row (E)",
+              "fixed design of that power (E): formula at α / simulated, Holm", "power at 2E", "seeds per row (2E)",
+              "fixed design of that power (2E): formula at α / simulated, Holm",
               "seeds per row (5E)", "seeds per row (20E)", "sweeps at E, 2E (half at 5E, 20E)",
               "today's rule: false-positive rate", "today's rule: seeds (Δ = 0)", "today's rule: power at E",
               "today's rule: seeds (E)"]
@@ -299,6 +452,14 @@ def main():
                         help="the adaptive part's min_seeds (SeedsRule; default 7, as the sweeper's; 3: no floor)")
     parser.add_argument("--quick", action="store_true",
                         help="the adaptive and sequential parts' first world only (a test)")
+    parser.add_argument("--holm", type=int, default=8000,
+                        help="null tables per world of the holm part at 3 seeds (default 8000)")
+    parser.add_argument("--holm-ratios", default=",".join(f"{r:g}" for r in RATIOS),
+                        help="the holm part's worlds, seeds' part / sentence part (default 0,1,4; to split it)")
+    parser.add_argument("--holm-alt", type=int, default=2000,
+                        help="tables per world and seed count of the holm-power part (default 2000)")
+    parser.add_argument("--held-out", type=int, default=2000,
+                        help="pilots per world of the booking part (default 2000)")
     parser.add_argument("--sequential-null", type=int, default=5000,
                         help="the sequential part's null sweeps per world and family (default 5000)")
     parser.add_argument("--sequential-alt", type=int, default=2000,
@@ -306,15 +467,18 @@ def main():
     parser.add_argument("--today", type=int, default=2000,
                         help="its sweeps per Δ of today's rule, one row (default 2000)")
     parser.add_argument("--only", default="null,effects,planning",
-                        help="parts to run, of null, effects, planning, adaptive, sequential (default the first three)")
+                        help="parts to run, of null, effects, planning, adaptive, holm, holm-power, booking, "
+                             "sequential (default the first three)")
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                         help="the null part's seed counts (default 3,5,10; to split the study over processes)")
     args = parser.parse_args()
     started = time.perf_counter()
     refs = read_references(args.references, args.pool)
     parts = set(args.only.split(","))
-    needed = (max(SIZES) if parts - {"adaptive", "sequential"}
-              else PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS)))
+    adaptive_size = PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS))
+    sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "holm": max(HOLM_SIZES[3]),
+             "holm-power": max(HOLM_POWER_SIZES), "booking": PILOT_SIZE * HELD_OUT_FACTOR}
+    needed = max(sizes.get(part, max(SIZES)) for part in parts)
     if len(refs) < needed:
         sys.exit(f"calibrate_significance: {args.references} has {len(refs)} sentences; {needed} are needed")
     pool = Pool.build(refs, RATES, draws=3, seed=0)
@@ -338,6 +502,16 @@ def main():
         lines += [f"## The seeds strategy, adaptive stop included, {args.noise} errors, interim: {args.interim}, "
                   f"min_seeds {args.min_seeds}", "",
                   *adaptive_part(pool, args.noise, args.adaptive, 12000, args.quick, args.interim, args.min_seeds), ""]
+    if "holm" in parts:
+        lines += [f"## The verdict's tail at Holm's thresholds, {args.noise} errors", "",
+                  *holm_part(pool, args.noise, args.holm, 14000,
+                             tuple(float(r) for r in args.holm_ratios.split(","))), ""]
+    if "holm-power" in parts:
+        lines += [f"## The power the tail's mend costs, {args.noise} errors", "",
+                  *holm_power_part(pool, args.noise, args.holm_alt, 15000), ""]
+    if "booking" in parts:
+        lines += [f"## The booking of pilots whose seeds agree, {args.noise} errors", "",
+                  *booking_part(pool, args.noise, args.held_out, 16000), ""]
     if "sequential" in parts:
         lines += [f"## The group sequential design (issue 30), {args.noise} errors", "",
                   *sequential_part(pool, args.noise, args.sequential_null, args.sequential_alt, args.today, 15000,

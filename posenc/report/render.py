@@ -13,7 +13,7 @@ from posenc.report.sequential import strategy_notes, strategy_table
 from posenc.report.significance import TESTS
 from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
 from posenc.stats.power import PLAN_LEVEL, POWER
-from posenc.stats.verdict import ALPHA, BETTER, WORSE
+from posenc.stats.verdict import ALPHA, BETTER, DF_GUARD, WORSE
 
 FORMATS = ("md", "csv", "latex")
 PLACEMENT_LABEL = {"both": "both (encoder and decoder)", "source": "source (encoder) only",
@@ -160,7 +160,7 @@ def scores_notes(report) -> list:
         "a paired t-test over those seeds whose variance covers both the spread over seeds and the test set's "
         "sampling of sentences (se² = sd of the per-seed differences² / n + the variance of Δ over test "
         "sentences, one draw shared by all seeds; t with Welch-Satterthwaite degrees of freedom, the seeds' "
-        "part at its 75% upper limit), Holm-adjusted over the rows compared "
+        f"part at its {DF_GUARD:.0%} upper limit), Holm-adjusted over the rows compared "
         f"with the same baseline (p seeds (Holm)); better / worse at adjusted p < {ALPHA}, else no evidence; "
         "it needs two paired seeds. Δ 95% CI: from the same t, not adjusted: a verdict of better or worse always "
         "has a CI that excludes 0; with several rows a CI can exclude 0 while Holm still says no evidence. "

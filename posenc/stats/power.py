@@ -62,16 +62,23 @@ class Components:
         """The seeds' own part as the pilot shows it (the plug-in: cut to 0 where s_d² falls short)."""
         return np.maximum(self.spread_var - self.sentence_var, 0.0)
 
-    def upper(self, level: float = PLAN_LEVEL) -> "Components":
-        """The same with s_d² at its one-sided ``level`` upper confidence limit (never below the
-        sentence part, which is measured from every sentence)."""
+    def upper(self, level: float = PLAN_LEVEL, cover: bool = True) -> "Components":
+        """The same with s_d² at its one-sided ``level`` upper confidence limit. s_d² estimates
+        seed_var + sentence_var, which is never below the sentence part (measured from every
+        sentence): an s_d² under it says only that the seeds agreed by chance, and its own limit can
+        stay under it too (a seeds' part of 0, which more sentences cannot cover). So the limit is
+        taken of the larger of s_d² and the sentence part (issue 30, item 8). ``cover=False``: of
+        s_d² as it is, floored at the sentence part (the booking before that; the calibration's
+        comparison)."""
         from scipy import stats as scipy_stats
 
         df = self.pilot_seeds - 1
         if df < 1:
             return self
-        limit = self.spread_var * df / float(scipy_stats.chi2.ppf(1 - level, df))
-        return replace(self, spread_var=np.maximum(limit, self.sentence_var))
+        factor = df / float(scipy_stats.chi2.ppf(1 - level, df))
+        if not cover:
+            return replace(self, spread_var=np.maximum(self.spread_var * factor, self.sentence_var))
+        return replace(self, spread_var=np.maximum(self.spread_var, self.sentence_var) * factor)
 
     def at(self, sentences: int = None) -> tuple:
         """``(variance of d_s over seeds, shared variance)`` on a test set of ``sentences``."""

@@ -20,9 +20,12 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   for the m rows sharing one baseline; frozen holds the Decisions taken at earlier calls (a stopped
   row's verdict never changes). Returns a Decision for every row: ``stopped`` "" (go on),
   EFFICACY, FUTILITY or MAX; ``why`` as the table says it; ``verdict`` (""
-  while going on); ``look``; ``ci`` (the repeated confidence interval at that look); ``level``.
-- ``final_power(design, effect, spread, shared)`` and ``reachable(...)``: what N seeds can give at
-  most, and whether that reaches 80% (a test set whose own sampling dominates caps it; the sweeper
+  while going on); ``look`` (for efficacy the latest look that crosses, an earlier one where a
+  retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
+  interval at that look, at the row's level); ``level`` (α / rows not rejected when it stopped).
+  Decisions and Looks are JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
+- ``sequential_power(design, effect, spread, shared)`` and ``reachable(...)``: what N seeds can give,
+  and whether that reaches 80% (a test set whose own sampling dominates caps it; the sweeper
   says so before spending seeds).
 
 Thresholds. Error spending (Lan & DeMets 1983) on information time n/N: the α spent by look n is
@@ -274,26 +277,33 @@ def could_find(look, design: Design, alpha: float = None, power: float = POWER) 
     return float(((critical * se_n + special.ndtri(power) * sd) * info_n - abs(look.delta) * info) / (info_n - info))
 
 
-def final_power(design: Design, effect: float, spread: float, shared: float, sentences: int = 0,
-                alpha: float = None) -> float:
-    """The power of the final look alone at N seeds for ``effect`` at level ``alpha`` (about the
-    design's own, which can only add the rows that cross earlier and lose the few stopped for
-    futility): the most that N seeds on this test set can give."""
+def sequential_power(design: Design, effect: float, spread: float, shared: float, sentences: int = 0,
+                     alpha: float = None, paths: int = 20_000) -> float:
+    """The design's power for ``effect`` at level ``alpha`` with a look at every n, futility aside
+    (batches and futility lower it a little): d_s = effect + c + e_s with the shared part c and the
+    seeds' spread e_s, each look's |Δ|/se against its threshold's t with the df that look would
+    have. A seeded Monte Carlo of ``paths`` sweeps (sd <= 0.004)."""
     from scipy import special
 
-    look = Look(design.max_seeds, 0.0, 1.0, 1.0, 1.0, spread, shared, sentences)
-    se_n, critical = _final(look, design, alpha)
-    if se_n == 0:
-        return 1.0
-    z = abs(effect) / se_n
-    return float(special.ndtr(z - critical) + special.ndtr(-z - critical))
+    rng = np.random.default_rng(PATHS_SEED)
+    most = design.max_seeds
+    means = np.cumsum(rng.standard_normal((paths, most)) * math.sqrt(spread), 1) / np.arange(1, most + 1)
+    delta = abs(effect) + rng.standard_normal((paths, 1)) * math.sqrt(shared) + means
+    rejected = np.zeros(paths, dtype=bool)
+    for n, a in design.thresholds(alpha).items():
+        se = math.sqrt(spread / n + shared)
+        if se == 0:
+            return float(effect != 0)
+        df = float(degrees_of_freedom(spread / n, shared, n, sentences)) if sentences else n - 1
+        rejected |= np.abs(delta[:, n - 1]) > special.stdtrit(df, 1 - a / 2) * se
+    return float(rejected.mean())
 
 
 def reachable(design: Design, effect: float, spread: float, shared: float, sentences: int = 0,
               alpha: float = None, target: float = POWER) -> bool:
-    """Whether N seeds can find ``effect`` with power ``target`` (``final_power``): where not, the
-    test set's shared part or max_seeds caps it, and the sweeper says so before spending seeds."""
-    return final_power(design, effect, spread, shared, sentences, alpha) >= target
+    """Whether N seeds can find ``effect`` with power ``target`` (``sequential_power``): where not,
+    the test set's shared part or max_seeds caps it, and the sweeper says so before spending seeds."""
+    return sequential_power(design, effect, spread, shared, sentences, alpha) >= target
 
 
 @dataclass(frozen=True)

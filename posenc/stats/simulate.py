@@ -108,22 +108,21 @@ class Sweeps:
     sentence, the noise model's kind and the draws shared across both systems or a system's seeds."""
     sentences: np.ndarray    # (count, size)
     kind: np.ndarray         # (count, 1, 1, size)
-    uniform: np.ndarray      # (count, 1 or 2, 1, size): the shared draw of the grid rate
-    draw: np.ndarray         # (count, 1 or 2, 1, size): the shared corruption
+    uniform: np.ndarray      # (count, 1 or systems, 1, size): the shared draw of the grid rate
+    draw: np.ndarray         # (count, 1 or systems, 1, size): the shared corruption
 
     def take(self, index) -> "Sweeps":
         return Sweeps(self.sentences[index], self.kind[index], self.uniform[index], self.draw[index])
 
 
 def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator, sweeps: Sweeps = None,
-             rows: int = 1):
-    """Per-sentence statistics of ``count`` sweeps, ``(count, 1 + rows systems, seeds, sentences, k)``:
+             systems: int = 2):
+    """Per-sentence statistics of ``count`` sweeps, ``(count, systems, seeds, sentences, k)``:
     system 0 the baseline, the others rows ``setting.effect`` above it, and their ``Sweeps``. Each
     sweep's test set is ``sentences`` distinct sentences of the pool (the pool's own when it has as
-    many). Given ``sweeps`` (one per sweep), the seeds are more seeds of those sweeps: the same
-    test sets and shared draws."""
+    many). Given ``sweeps`` (one per sweep), the seeds are more seeds of those sweeps: the same test
+    sets and shared draws."""
     n, size, available = setting.seeds, setting.sentences, pool.stats.shape[2]
-    systems = 1 + rows
     across, within = NOISE[setting.noise]
     draws = pool.stats.shape[1]
     if sweeps is None:
@@ -280,6 +279,38 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
     return out
 
 
+def family(pool: Pool, setting: Setting, rows: int, comparisons: int, seed: int = 0, chunk: int = 2_000_000):
+    """``comparisons`` sweeps of ``rows`` rows sharing one baseline (a Table 4 of ``rows`` + 1
+    placements), every row ``setting.effect`` above it, vectorised in chunks of about ``chunk``
+    sentences x seeds x systems. Returns the verdict's parts of each row against the baseline,
+    ``(delta, sd_diff, var_test, var_test_seed)``, arrays ``(comparisons, rows)``: any test's
+    p-values follow from them (``verdict.p_values``), Holm over the rows from those."""
+    rng = np.random.default_rng(seed)
+    n, size = setting.seeds, setting.sentences
+    out = [np.full((comparisons, rows), np.nan) for _ in range(4)]
+    step = max(1, chunk // ((rows + 1) * n * size))
+    for start in range(0, comparisons, step):
+        part = slice(start, min(start + step, comparisons))
+        stats = _outputs(pool, setting, part.stop - part.start, rng, systems=rows + 1)[0]
+        for whole, got in zip(out, test_parts(stats[:, 1:], stats[:, :1], {})):
+            whole[part] = got
+    return tuple(out)
+
+
+def holm_rejects(p, alpha: float = ALPHA) -> np.ndarray:
+    """Holm's step-down rejections of the rows (last axis) of ``p``, boolean of the same shape:
+    the k-th smallest p rejects below alpha / (m - k + 1) while every smaller one rejected (the
+    verdict's: Holm-adjusted p below alpha)."""
+    p = np.asarray(p, dtype=float)
+    m = p.shape[-1]
+    order = np.argsort(p, axis=-1)
+    ranked = np.take_along_axis(p, order, -1)
+    passed = np.cumprod(ranked < alpha / (m - np.arange(m)), axis=-1).astype(bool)
+    out = np.zeros(p.shape, dtype=bool)
+    np.put_along_axis(out, order, passed, -1)
+    return out
+
+
 SEQUENTIAL_STOPS = ("", "efficacy", "futility", "max_seeds")   # ``sequential``'s ``stopped``: an index into this
 
 
@@ -314,7 +345,7 @@ def sequential(pool: Pool, setting: Setting, design, plan_effect: float, rows: i
         while len(active) and have < most:
             want = design.pilot_seeds if have == 0 else min(have + batch_seeds, most)
             stats, made = _outputs(pool, replace(setting, seeds=want - have), len(active), rng,
-                                   None if sweeps is None else sweeps.take(active), rows=rows)
+                                   None if sweeps is None else sweeps.take(active), systems=rows + 1)
             sweeps = made if sweeps is None else sweeps
             d, i = seed_parts(stats[:, 1:], stats[:, :1], {})
             diffs[active, :, have:want], influence[active, :, have:want] = d, i
