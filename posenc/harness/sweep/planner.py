@@ -292,7 +292,7 @@ def unreachable(test, design, effect: float) -> str:
     look = sequential.Look.of(test)
     if sequential.reachable(design, effect, look.spread, look.shared, look.sentences):
         return ""
-    best = sequential.final_power(design, effect, look.spread, look.shared, look.sentences)
+    best = sequential.sequential_power(design, effect, look.spread, look.shared, look.sentences)
     return (f"cannot reach {sequential.POWER:.0%} power at |Δ| = {effect:g}: at most {best:.2f} with "
             f"max_seeds = {design.max_seeds} on this test set, as the pilot estimates its variance")
 
