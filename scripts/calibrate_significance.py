@@ -3,7 +3,7 @@
 
 Systems are the references of a real corpus corrupted word by word (posenc.stats.simulate), at a
 rate set per system and seed so that a system's corpus BLEU has the seed spread asked for; their
-sentence errors are partly shared (``--noise``, default "partly shared"). Four parts (``--only``):
+sentence errors are partly shared (``--noise``, default "partly shared"). Its parts (``--only``):
 
 - null: the false-positive rate at α = 0.05 of the verdict (guarded Welch-Satterthwaite df), of
   the same se on t(n - 1) (before issue 22), of plain Satterthwaite, and of today's * (sacreBLEU's
@@ -29,7 +29,13 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Four p
   at 1 and 3 times the pilot's sentences plus one where max_seeds binds: sweeps at Δ = 0 and at
   the planned Δ, re-planned after every batch, tested by the verdict at the stop
   (``posenc.stats.simulate.adaptive``); the false-positive rate, the delivered power and the
-  seeds used against the truth's plan.
+  seeds used against the truth's plan;
+- sequential (not run by default): the group sequential design (``posenc.stats.sequential``,
+  its defaults, batches of 2) as a sweep runs it (``posenc.stats.simulate.sequential``), one row
+  and three rows sharing a baseline, in the adaptive part's worlds at 1 and 3 times the pilot's
+  sentences with max_seeds 10: the family-wise false-positive rate, the power and seeds per row
+  at the planned Δ and 2, 5 and 20 times it, the fixed design of the same power, and today's rule
+  (SeedsRule, max_seeds 10) beside it.
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
 largest size must not exceed it.
@@ -282,6 +288,18 @@ def booking_part(pool, noise, pilots, seed, direct=100):
 ADAPTIVE_FACTORS, ADAPTIVE_MAX, BINDING = (1, 3), 100, (1.0, 1, 6)   # BINDING: (ratio, factor, max_seeds)
 
 
+def adaptive_world(pool, noise, ratio, factor, seed, sentence_n):
+    """An adaptive part's world: ``(sentences, Δ, spread, shared, seed_sd)``, the test set PILOT_SIZE x
+    ``factor``, the seeds' own part ``ratio`` times the pilot-size sentence part ``sentence_n``, and
+    Δ such that the truth needs TRUTH_SEEDS there (its parts measured at that Δ, 100 sweeps of 10
+    seeds); seed_sd per system (d_s holds two systems' seeds)."""
+    size, seed_var, effect = PILOT_SIZE * factor, ratio * sentence_n, 0.0
+    for _ in range(2):
+        sentence, shared = world_parts(pool, noise, size, seed + factor, effect, sweeps=100)
+        effect = effect_needing(TRUTH_SEEDS, seed_var + sentence, shared, size)
+    return size, effect, seed_var + sentence, shared, float(np.sqrt(ratio * sentence_n / 2))
+
+
 def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking", min_seeds=7):
     """The seeds strategy as a sweep runs it (``SeedsRule``, pilot 3, batches of 2, ``min_seeds``,
     capped by max_seeds): per world (as in
@@ -295,12 +313,8 @@ def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking"
     settings = [(r, f, ADAPTIVE_MAX) for r, f in itertools.product(RATIOS, ADAPTIVE_FACTORS)] + [BINDING]
     rows = []
     for i, (ratio, factor, most) in enumerate(settings[:1] if quick else settings):
-        size, seed_var, effect = PILOT_SIZE * factor, ratio * sentence_n, 0.0
-        for _ in range(2):
-            sentence, shared = world_parts(pool, noise, size, seed + factor, effect, sweeps=100)
-            effect = effect_needing(TRUTH_SEEDS, seed_var + sentence, shared, size)
-        truth_plan = int(power_mod.plan(effect, seed_var + sentence, shared, size))
-        seed_sd = float(np.sqrt(ratio * sentence_n / 2))   # per system: d_s holds two systems' seeds
+        size, effect, spread, shared, seed_sd = adaptive_world(pool, noise, ratio, factor, seed, sentence_n)
+        truth_plan = int(power_mod.plan(effect, spread, shared, size))
         rule = SeedsRule(pilot_seeds=3, max_seeds=most, batch_seeds=2, min_seeds=min_seeds)
         null, alt = (adaptive(pool, Setting(0, size, seed_sd, delta, noise), rule, effect, PILOT_SIZE, comparisons,
                               seed=seed + 10 * i + k, interim=interim) for k, delta in enumerate((0.0, effect)))
@@ -321,6 +335,105 @@ def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking"
     return table(header, rows)
 
 
+SEQUENTIAL_MULTIPLES = (1, 2, 5, 20)     # the effects simulated, as multiples of the planned Δ
+
+
+def fixed_same_power(effect, power, spread, shared, size) -> int:
+    """The fewest seeds of the fixed design (the verdict's test at α, no multiplicity) whose power
+    at ``effect`` reaches ``power`` (0.99 at most: near 1 a rate is all noise); -1 beyond MAX_SEEDS."""
+    seeds = np.arange(2, power_mod.MAX_SEEDS)
+    reached = power_mod.power_of(effect, seeds, spread, shared, size) >= min(power, 0.99)
+    return int(seeds[np.argmax(reached)]) if reached.any() else -1
+
+
+def fixed_same_power_simulated(pool, noise, size, seed_sd, effect, rows, power, guess, sweeps, seed) -> int:
+    """The fewest seeds of the fixed design as users run it (every row ``guess``..n seeds, the
+    verdict's test once, Holm over the ``rows`` rows: ``simulate.sequential`` with one look at n)
+    whose simulated power at ``effect`` reaches ``power`` (0.99 at most); -1 beyond 40 seeds."""
+    from posenc.stats.sequential import Design
+    from posenc.stats.simulate import sequential
+
+    target, measured = min(power, 0.99), {}
+
+    def reaches(n):
+        if n not in measured:
+            run = sequential(pool, Setting(0, size, seed_sd, effect, noise), Design(pilot_seeds=n, max_seeds=n),
+                             effect, rows, sweeps, seed=seed + n)
+            measured[n] = float(np.mean(run["verdict"] == 1))
+        return measured[n] >= target
+
+    n = max(2, guess)
+    if reaches(n):
+        while n > 2 and reaches(n - 1):
+            n -= 1
+        return n
+    while not reaches(n):      # up in steps of 2, then back one
+        n += 2
+        if n > 40:
+            return -1
+    return n - 1 if reaches(n - 1) else n
+
+
+def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=2, fixed_sweeps=800):
+    """The group sequential design (``posenc.stats.sequential.Design()``'s defaults, batches of
+    ``batch_seeds``) as a sweep runs it (``simulate.sequential``), one row and three rows sharing a
+    baseline, in the adaptive part's worlds (max_seeds 10): ``null`` sweeps at Δ = 0 (the
+    family-wise false-positive rate), ``alt`` at the planned Δ and 2Δ and ``alt // 2`` at 5Δ and 20Δ
+    (every row at that Δ); beside it today's rule (SeedsRule: pilot 3, batches 2, min_seeds 7,
+    max_seeds 10; one row, ``old`` sweeps per Δ) and the fixed design of the same power, by the
+    verdict's power formula at α (no multiplicity: a lower bound) and simulated with Holm over the
+    rows (``fixed_sweeps`` sweeps per seed count tried)."""
+    from posenc.stats.seeds import SeedsRule
+    from posenc.stats.sequential import Design, sequential_power
+    from posenc.stats.simulate import SEQUENTIAL_STOPS, adaptive, sequential
+
+    design = Design()
+    sentence_n = world_parts(pool, noise, PILOT_SIZE, seed, sweeps=100)[0]
+    worlds = list(itertools.product(RATIOS, ADAPTIVE_FACTORS))
+    rows = []
+    for i, (ratio, factor) in enumerate(worlds[:1] if quick else worlds):
+        size, effect, spread, shared, seed_sd = adaptive_world(pool, noise, ratio, factor, seed, sentence_n)
+        rule = SeedsRule(pilot_seeds=3, max_seeds=design.max_seeds, batch_seeds=2, min_seeds=7)
+        today = [adaptive(pool, Setting(0, size, seed_sd, delta, noise), rule, effect, size, old,
+                          seed=seed + 100 * i + 50 + k) for k, delta in enumerate((0.0, effect))]
+        for rows_n in (1, 3):
+            cap = sequential_power(design, effect, spread, shared, size, design.alpha / rows_n)
+            runs = {}
+            for k, multiple in enumerate((0, *SEQUENTIAL_MULTIPLES)):
+                count = null if multiple == 0 else (alt if multiple <= 2 else max(alt // 2, 1))
+                runs[multiple] = sequential(pool, Setting(0, size, seed_sd, multiple * effect, noise), design, effect,
+                                            rows_n, count, seed=seed + 100 * i + 10 * rows_n + k,
+                                            batch_seeds=batch_seeds)
+            power = {m: float(np.mean(r["verdict"] == 1)) for m, r in runs.items() if m}
+            seeds = {m: float(r["seeds"].mean()) for m, r in runs.items()}
+            fixed = {m: fixed_same_power(m * effect, power[m], spread, shared, size) for m in (1, 2)}
+            simulated = {m: fixed_same_power_simulated(pool, noise, size, seed_sd, m * effect, rows_n, power[m],
+                                                       fixed[m], fixed_sweeps, seed + 100 * i + 1000 * m + rows_n)
+                         for m in (1, 2)}
+            cells = [f"{ratio:g}", str(size), f"{effect:.2f}", str(rows_n), str(null),
+                     f"{np.mean((runs[0]['verdict'] != 0).any(1)):.4f}", f"{seeds[0]:.2f}",
+                     f"{np.mean(runs[0]['stopped'] == SEQUENTIAL_STOPS.index('futility')):.2f}",
+                     f"{power[1]:.3f}", f"{cap:.2f}", f"{seeds[1]:.2f}", f"{fixed[1]} / {simulated[1]}",
+                     f"{power[2]:.3f}", f"{seeds[2]:.2f}", f"{fixed[2]} / {simulated[2]}", f"{seeds[5]:.2f}",
+                     f"{seeds[20]:.2f}",
+                     str(alt)]
+            cells += ([f"{np.mean(today[0]['p'] < 0.05):.3f}", f"{today[0]['seeds'].mean():.2f}",
+                       f"{np.mean(today[1]['p'] < 0.05):.3f}", f"{today[1]['seeds'].mean():.2f}"]
+                      if rows_n == 1 else ["", "", "", ""])
+            rows.append(cells)
+            print(" | ".join(cells), flush=True)
+    header = ["seeds' part / sentence part", "sentences", "planned Δ = E (fixed truth needs 6)", "rows",
+              "null sweeps", "family-wise false-positive rate (Δ = 0)", "seeds per row (Δ = 0)",
+              "futility stops (Δ = 0)", "power at E", "the design's power at E at α/rows (`sequential_power`)",
+              "seeds per row (E)",
+              "fixed design of that power (E): formula at α / simulated, Holm", "power at 2E", "seeds per row (2E)",
+              "fixed design of that power (2E): formula at α / simulated, Holm",
+              "seeds per row (5E)", "seeds per row (20E)", "sweeps at E, 2E (half at 5E, 20E)",
+              "today's rule: false-positive rate", "today's rule: seeds (Δ = 0)", "today's rule: power at E",
+              "today's rule: seeds (E)"]
+    return table(header, rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("references", type=Path, help="one reference sentence a line, plain or .gz")
@@ -337,7 +450,8 @@ def main():
                         help="the adaptive part's plan after the pilot (simulate.adaptive; default booking)")
     parser.add_argument("--min-seeds", type=int, default=7,
                         help="the adaptive part's min_seeds (SeedsRule; default 7, as the sweeper's; 3: no floor)")
-    parser.add_argument("--quick", action="store_true", help="the adaptive part's first world only (a test)")
+    parser.add_argument("--quick", action="store_true",
+                        help="the adaptive and sequential parts' first world only (a test)")
     parser.add_argument("--holm", type=int, default=8000,
                         help="null tables per world of the holm part at 3 seeds (default 8000)")
     parser.add_argument("--holm-ratios", default=",".join(f"{r:g}" for r in RATIOS),
@@ -346,16 +460,23 @@ def main():
                         help="tables per world and seed count of the holm-power part (default 2000)")
     parser.add_argument("--held-out", type=int, default=2000,
                         help="pilots per world of the booking part (default 2000)")
+    parser.add_argument("--sequential-null", type=int, default=5000,
+                        help="the sequential part's null sweeps per world and family (default 5000)")
+    parser.add_argument("--sequential-alt", type=int, default=2000,
+                        help="its sweeps at E and 2E per world and family; half at 5E and 20E (default 2000)")
+    parser.add_argument("--today", type=int, default=2000,
+                        help="its sweeps per Δ of today's rule, one row (default 2000)")
     parser.add_argument("--only", default="null,effects,planning",
-                        help="parts to run, of null, effects, planning, adaptive, holm, holm-power, booking "
-                             "(default the first three)")
+                        help="parts to run, of null, effects, planning, adaptive, holm, holm-power, booking, "
+                             "sequential (default the first three)")
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                         help="the null part's seed counts (default 3,5,10; to split the study over processes)")
     args = parser.parse_args()
     started = time.perf_counter()
     refs = read_references(args.references, args.pool)
     parts = set(args.only.split(","))
-    sizes = {"adaptive": PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS)), "holm": max(HOLM_SIZES[3]),
+    adaptive_size = PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS))
+    sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "holm": max(HOLM_SIZES[3]),
              "holm-power": max(HOLM_POWER_SIZES), "booking": PILOT_SIZE * HELD_OUT_FACTOR}
     needed = max(sizes.get(part, max(SIZES)) for part in parts)
     if len(refs) < needed:
@@ -391,6 +512,10 @@ def main():
     if "booking" in parts:
         lines += [f"## The booking of pilots whose seeds agree, {args.noise} errors", "",
                   *booking_part(pool, args.noise, args.held_out, 16000), ""]
+    if "sequential" in parts:
+        lines += [f"## The group sequential design (issue 30), {args.noise} errors", "",
+                  *sequential_part(pool, args.noise, args.sequential_null, args.sequential_alt, args.today, 15000,
+                                   args.quick), ""]
     wall = time.perf_counter() - started
     head = ["- Command: `OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/calibrate_significance.py "
             + " ".join(sys.argv[1:]) + "`",

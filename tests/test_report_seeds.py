@@ -159,18 +159,84 @@ def test_the_floor_is_what_holds_the_level_where_the_seeds_part_dominates(pool):
 
 
 def test_the_tables_note_says_which_procedure_ran():
-    """The table's strategy note: a sweep with min_seeds (the calibrated procedure) is not told to
-    confirm its findings; a state from before min_seeds existed still is."""
+    """The table's strategy note: the group sequential design's settings; a state of the old rule
+    with min_seeds (its calibrated procedure) is not told to confirm its findings; one from before
+    min_seeds existed still is."""
     from types import SimpleNamespace
 
-    from posenc.report.render import strategy_notes
+    from posenc.cells.strategy import SeedsState
+    from posenc.report.sequential import OVERSTATES, strategy_notes
 
     settings = {"effect": 0.5, "test_size": None, "baseline": "placement=both", "pilot_seeds": 3,
                 "max_seeds": 10, "batch_seeds": 2}
-    def note(s):
-        return strategy_notes(SimpleNamespace(sweep=SimpleNamespace(strategy={"settings": s})))[0]
 
-    now = note({**settings, "min_seeds": 7})
-    assert "at least min_seeds = 7" in now and "Calibrated by simulation" in now and "confirm" not in now
+    def note(s):
+        return strategy_notes(SimpleNamespace(sweep=SimpleNamespace(strategy=SeedsState(s, [], []))))[0]
+
+    now = note({**settings, "alpha": 0.05, "spending": "hsd", "gamma": -3.0, "futility": 0.1, "futility_from": 5})
+    assert "a group sequential design: max_seeds N = 10" in now and "hsd spending, γ = -3.0" in now
+    assert "never compared with 0.05" in now and OVERSTATES in now and "min_seeds" not in now
+    floor = note({**settings, "min_seeds": 7})
+    assert "the rule before the group sequential design" in floor
+    assert "at least min_seeds = 7" in floor and "Calibrated by simulation" in floor and "confirm" not in floor
     before = note(settings)
     assert "min_seeds =" not in before and "confirm it with a fixed-seed sweep" in before
+
+
+CAPPED = "cannot reach 80% power at |Δ| = 1: at most 0.40 with max_seeds = 10 on this test set"
+
+
+def _sequential_state():
+    """A seeds strategy's state as the planner writes it: none stopped for efficacy at its pilot,
+    source still between looks, both the baseline."""
+    from posenc.cells.strategy import SeedsRow, SeedsState, StateCell
+    from posenc.stats.sequential import Design, Look, repeated_ci
+
+    design = Design()
+    threshold = design.thresholds(design.alpha / 2)[3]
+    look = Look(3, -25.0, 0.6, 2.0, 0.0009, threshold=threshold, cond_power=1.0, level=design.alpha / 2)
+    ci = list(repeated_ci(look, threshold))
+    rows = [SeedsRow("placement=both", ["placement=both"], baseline=True, seeds=[1, 2, 3, 4, 5],
+                     why="runs while any of its rows runs"),
+            SeedsRow("placement=none", ["placement=none"], seeds=[1, 2, 3], stopped="efficacy",
+                     why="efficacy at 3 seeds", verdict="worse", looks=[vars(look)], ci=ci, level=design.alpha / 2,
+                     unreachable=CAPPED),
+            SeedsRow("placement=source", ["placement=source"], seeds=[1, 2, 3], unreachable=CAPPED,
+                     looks=[vars(Look(3, 0.2, 0.6, 2.0, 0.75, threshold=threshold, cond_power=0.4))])]
+    settings = {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 10, "spending": "hsd", "gamma": -3.0, "futility": 0.1,
+                "futility_from": 5, "effect": 1.0, "test_size": None, "baseline": "placement=both", "batch_seeds": 2}
+    cells = [StateCell(f"placement={p},seed={s}", [f"placement={p}", f"seed={s}"])
+             for p in ("both", "none", "source") for s in (1, 2, 3)]
+    return SeedsState(settings, rows, cells), ci, threshold
+
+
+def test_an_adaptive_rows_table_shows_its_stop_its_repeated_ci_and_never_its_p_against_005():
+    from types import SimpleNamespace
+
+    from scipy import stats as scipy_stats
+
+    from posenc.harness.sweep.summary import strategy_summary
+    from posenc.report.sequential import apply_decisions, strategy_table
+
+    state, ci, threshold = _sequential_state()
+    half = scipy_stats.t.ppf(1 - threshold / 2, 2.0) * 0.6            # the boundary's t·se
+    assert ci == pytest.approx([-25.0 - half, -25.0 + half])
+    fixed = {"verdict": "worse", "verdict_bleu": "worse", "p_seeds_holm": 0.002, "delta_ci_low": -27.0,
+             "delta_ci_high": -23.0}
+    rows = [SimpleNamespace(cells=[SimpleNamespace(name=f"placement={p},seed={s}") for s in (1, 2, 3)],
+                            values=dict(fixed)) for p in ("none", "source")]
+    apply_decisions(rows, SimpleNamespace(strategy=state))
+    none, source = (r.values for r in rows)
+    assert none["verdict"] == none["verdict_bleu"] == "worse" and none["p_seeds_holm"] is None
+    assert [none["delta_ci_low"], none["delta_ci_high"]] == ci                  # the repeated CI, not the fixed one
+    assert source["verdict"].startswith("n/a: between looks") and source["p_seeds_holm"] is None
+    assert source["delta_ci_low"] is None
+    _, body = strategy_table(SimpleNamespace(sweep=SimpleNamespace(strategy=state)))
+    assert body[0][:4] == ["placement=both (baseline)", "5", "-", "runs while any of its rows runs"]
+    assert body[1] == ["placement=none", "3", "3", "efficacy at 3 seeds", "worse", "-25.00",
+                       f"[{ci[0]:+.2f}, {ci[1]:+.2f}]", "0.025"]
+    assert body[2][3:7] == [f"going on; {CAPPED}", "-", "-", "-"]   # said while the row runs, not after efficacy
+    summary = strategy_summary(state)
+    assert summary == (f"; seeds strategy: placement=none 3 seeds (efficacy at 3 seeds: worse, Δ -25.00, repeated 95% "
+                       f"CI [{ci[0]:+.2f}, {ci[1]:+.2f}] at α 0.025); placement=source 3 seeds (going on after the "
+                       f"look at 3 seeds (p 0.7500 against a(3) {threshold:.4f}); {CAPPED})")

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from posenc.cells.plan import STRATEGY_FILE, planned_cells
+from posenc.cells.plan import planned_cells
+from posenc.cells.strategy import SEEDS_FILE
 from posenc.cells.sweep import read_sweep
 from project import BIN, REPO
 
 STRATEGY = ["hydra/sweeper=posenc_seeds", "hydra.sweeper.pilot_seeds=3", "hydra.sweeper.max_seeds=4",
             "hydra.sweeper.batch_seeds=1"]
-TINY_EFFECT = ["hydra.sweeper.effect=0.01", "hydra.sweeper.test_size=100000000"]
 SMOKE = ["budget=smoke", "placement=both,none", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
 
 
@@ -50,7 +50,7 @@ def stopped_once(sweep, cache, args, when: str) -> None:
 
 
 def state(sweep):
-    return json.loads((sweep / STRATEGY_FILE).read_text())
+    return json.loads((sweep / SEEDS_FILE).read_text())
 
 
 @pytest.mark.parametrize("args,message", [
@@ -61,7 +61,10 @@ def state(sweep):
     (["hydra.sweeper.baseline='pe=rope'"], "hydra.sweeper.baseline=pe=rope: no row of the sweep is compared with a "
                                          "pe=rope row"),
     (["hydra.sweeper.test_size=0"], "hydra.sweeper.test_size=0 is not allowed"),
-    (["hydra.sweeper.min_seeds=0"], "hydra.sweeper.min_seeds=0 is not allowed; allowed: a whole number >= 1"),
+    (["hydra.sweeper.gamma=12"], "hydra.sweeper.gamma=12 is not allowed; allowed: -10 to 10"),
+    (["hydra.sweeper.spending=linear"], "hydra.sweeper.spending='linear' is not allowed; allowed: hsd, obf, pocock"),
+    (["hydra.sweeper.futility=1.5"], "hydra.sweeper.futility=1.5 is not allowed; allowed: 0 < futility < 1"),
+    (["hydra.sweeper.pilot_seeds=1"], "hydra.sweeper.pilot_seeds=1 is not allowed; allowed: 2 or more"),
 ])
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     sweep = tmp_path / "sweep"
@@ -72,51 +75,75 @@ def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     assert not sweep.exists() or not any(p.is_dir() for p in sweep.iterdir())  # no cell started
 
 
-@pytest.mark.slow
-def test_rows_run_their_pilot_then_their_plan_and_a_rerun_trains_nothing(tmp_path):
-    sweep, cache = tmp_path / "sweep", tmp_path / "cache"
-    # A hundredth of a BLEU, planned for a test set so large that its shared sampling vanishes: smoke
-    # cells' seeds differ by about 0.06 BLEU, so the plan books hundreds of seeds (even where 3 seeds
-    # happen to agree: the booking takes their spread as at least their sentence noise, issue 30),
-    # and the row goes on to max_seeds and says so.
-    out = run(sweep, cache, *SMOKE, *STRATEGY, *TINY_EFFECT)
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = state(sweep)
-    rows = {r["row"]: r for r in got["rows"]}
-    assert rows["placement=none"]["seeds"] == [1, 2, 3, 4] and rows["placement=both"]["seeds"] == [1, 2, 3, 4]
-    assert rows["placement=none"]["stopped"] == "max_seeds"
-    assert rows["placement=none"]["why"].startswith("stopped at max_seeds=4; the plan books ")
-    # Two batches: the pilot (3 seeds of each row), then one more seed of each.
-    logged = out.stdout + out.stderr  # Hydra's own log lines go to stdout
-    batches = [line for line in logged.splitlines() if "seeds strategy: batch of" in line]
-    assert [b.split("batch of ")[1].split(":")[0] for b in batches] == ["6", "2"], batches
-    # Every reader sees the strategy's plan: six cells, all ok, and the summary says why the row stopped.
-    assert sorted(c.dirname for c in planned_cells(sweep)) == sorted(
-        f"budget=smoke,placement={p},seed={s}" for p in ("both", "none") for s in (1, 2, 3, 4))
-    assert {c.status for c in read_sweep(sweep).every_cell()} == {"ok"}
-    summary = out.stdout.strip().splitlines()[-1]
-    assert summary.startswith("8 cells: 8 ok; seeds strategy: placement=none 4 seeds (stopped at max_seeds=4")
-    table = (sweep / "table.md").read_text()
-    assert "Seeds strategy (hydra/sweeper=posenc_seeds)" in table and "|Δ| = 0.01 BLEU at 100000000" in table
-    # The same command again: every row has stopped, nothing is launched, nothing retrained.
-    written = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
-    again = run(sweep, cache, *SMOKE, *STRATEGY, *TINY_EFFECT)
-    assert again.returncode == 0 and "seeds strategy: batch of" not in again.stdout + again.stderr, again.stderr[-3000:]
-    assert {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")} == written
+def test_max_seeds_changed_on_the_rerun_of_a_started_sweep_is_refused(tmp_path):
+    """The thresholds a(n) depend on max_seeds: a started sweep keeps the one it started with."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    started = {"strategy": "seeds", "settings": {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 4, "spending": "hsd",
+                                                 "gamma": -3.0, "futility": 0.1, "futility_from": 5, "effect": 0.5,
+                                                 "test_size": None, "baseline": "placement=both", "batch_seeds": 1},
+               "rows": [], "cells": []}
+    (sweep / SEEDS_FILE).write_text(json.dumps(started))
+    out = run(sweep, tmp_path / "cache", *SMOKE, *STRATEGY, "hydra.sweeper.max_seeds=6", timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    (line,) = out.stderr.strip().splitlines()
+    assert line == ("posenc-run: error: hydra.sweeper.max_seeds=6 differs from 4, with which this sweep started "
+                    "(its thresholds depend on it); allowed: max_seeds=4, or a new hydra.sweep.dir")
+    assert [p.name for p in sweep.iterdir()] == [SEEDS_FILE]  # nothing run, nothing rewritten
+    assert json.loads((sweep / SEEDS_FILE).read_text()) == started
+
+
+# An obvious effect on a tiny corpus: a row whose learning rate is 1e-9 learns nothing (BLEU about
+# 0.05) against 0.002, which reaches about 5-20 BLEU in 120 updates (its seeds spread widely).
+LEARNS = ["budget=smoke", "budget.max_epoch=0", "budget.max_update=120", "data.generator.train=300",
+          "data.generator.valid=40", "data.generator.test=37", "data.generator.test_long=20",
+          "optim.args.lr=1e-9,0.002", "hydra.sweeper.baseline='optim.args.lr=0.002'", "hydra/sweeper=posenc_seeds",
+          "hydra.sweeper.max_seeds=5", "hydra.sweeper.batch_seeds=2", "hydra/launcher=joblib",
+          "hydra.launcher.n_jobs=2"]
 
 
 @pytest.mark.slow
-def test_a_sweeper_stopped_mid_study_continues_where_it_stopped(tmp_path):
+def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_looks_decides_the_same(tmp_path):
+    """The design's defaults (α 0.05, Hwang-Shih-DeCani γ -3) with N = 5 and batches of 2: looks at 3
+    and 5 seeds. The sweep is killed while the second batch trains, and rerun."""
+    from posenc.stats.sequential import Design
+
     sweep, cache = tmp_path / "sweep", tmp_path / "cache"
-    args = (*SMOKE, *STRATEGY, *TINY_EFFECT, "budget.max_epoch=3")
-    stopped_once(sweep, cache, args, "*seed=4/train.log")  # the second batch is training
+    stopped_once(sweep, cache, LEARNS, "*seed=4/train.log")     # the second batch is training
+    first = state(sweep)
+    rows = {r["row"]: r for r in first["rows"]}
+    frozen = rows["optim.args.lr=1e-09"]
+    assert [look["n"] for look in frozen["looks"]] == [3] and frozen["stopped"] == ""   # went on after the pilot
+    thresholds = Design(max_seeds=5).thresholds()                # one compared row: the whole α
+    assert frozen["looks"][0]["threshold"] == pytest.approx(thresholds[3])
+    assert frozen["looks"][0]["p"] > thresholds[3]
     pilot = {p: p.stat().st_mtime_ns for p in sweep.glob("*seed=[123]/result.json")}
     assert len(pilot) == 6 and all(json.loads(p.read_text())["status"] == "ok" for p in pilot)
-    assert {json.loads(p.read_text())["status"] for p in sweep.glob("*seed=4/result.json")} <= {"interrupted"}
-    again = run(sweep, cache, *args)
+    again = run(sweep, cache, *LEARNS)
     assert again.returncode == 0, again.stderr[-3000:]
-    # The pilot is not trained again; the interrupted seeds are run (resumed) once, as the same cells.
+    # Nothing trained twice: the pilot is kept, the second batch runs once (interrupted cells resume).
     assert {p: p.stat().st_mtime_ns for p in pilot} == pilot
     launched = [line for line in (again.stdout + again.stderr).splitlines() if "seeds strategy: batch of" in line]
-    assert len(launched) == 1 and "placement=both seed=4; placement=none seed=4" in launched[0], launched
-    assert {c.status for c in read_sweep(sweep).every_cell()} == {"ok"} and len(read_sweep(sweep).cells) == 8
+    assert len(launched) == 1 and "batch of 4 " in launched[0], launched
+    # The same decisions: the pilot's look is the one taken before the kill; the look after it stops the row.
+    done = {r["row"]: r for r in state(sweep)["rows"]}
+    row = done["optim.args.lr=1e-09"]
+    assert row["looks"][0] == frozen["looks"][0] and [look["n"] for look in row["looks"]] == [3, 5]
+    assert (row["stopped"], row["why"], row["verdict"]) == ("efficacy", "efficacy at 5 seeds", "worse")
+    assert row["looks"][1]["p"] <= thresholds[5] == pytest.approx(row["looks"][1]["threshold"])
+    assert done["optim.args.lr=0.002"]["stopped"] == "baseline" and row["seeds"] == [1, 2, 3, 4, 5]
+    # The table and the summary: where and why it stopped, the repeated CI, no p against 0.05.
+    table = (sweep / "table.md").read_text()
+    assert "a group sequential design: max_seeds N = 5" in table and "| 3 5 | efficacy at 5 seeds | worse |" in table
+    low, high = row["ci"]
+    assert f"[{low:+.2f}, {high:+.2f}]" in table and high < 0
+    summary = again.stdout.strip().splitlines()[-1]
+    assert summary.startswith("10 cells: 10 ok; seeds strategy: optim.args.lr=1e-09 5 seeds (efficacy at 5 seeds: "
+                              "worse, Δ "), summary
+    # The same command again: every row has stopped, nothing is launched, nothing retrained.
+    written = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
+    third = run(sweep, cache, *LEARNS)
+    assert third.returncode == 0 and "seeds strategy: batch of" not in third.stdout + third.stderr
+    assert {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")} == written
+    assert {c.status for c in read_sweep(sweep).every_cell()} == {"ok"}
+    assert sorted(c.dirname for c in planned_cells(sweep)) == sorted(c.name for c in read_sweep(sweep).cells)

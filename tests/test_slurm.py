@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from posenc.cells.plan import planned_cells
+from posenc.cells.strategy import read_state
 from posenc.harness.launch.slurm_job import CANCELLED, PREEMPTED
 from test_harness_survival import processes_mentioning
 
@@ -179,7 +180,10 @@ def test_a_seeds_strategy_batch_goes_through_the_slurm_preset(root):
                                                                           ("none", 2)]
     assert {r["status"] for r in got.values()} == {"ok"}
     assert "seeds strategy: batch of 4" in output and "SLURM jobs " in output
-    assert "4 cells: 4 ok; seeds strategy: placement=none 2 seeds (" in output
+    # The one look (n = 2 = max_seeds) was taken from the cells SLURM ran, and decided the row.
+    (row,) = [r for r in read_state(sweep).rows if not r.baseline]
+    assert [look["n"] for look in row.looks] == [2] and row.stopped in ("efficacy", "max_seeds"), row
+    assert f"4 cells: 4 ok; seeds strategy: placement=none 2 seeds ({row.why}: {row.verdict}, Δ " in output
 
 
 def test_a_tune_strategy_prunes_inside_slurm_jobs_through_the_shared_journal(root):

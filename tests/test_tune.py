@@ -8,8 +8,8 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from posenc.cells.plan import STUDY_FILE, TUNE_FILE
 from posenc.cells.record import Record
+from posenc.cells.strategy import STUDY_FILE, TUNE_FILE
 from posenc.cells.sweep import read_sweep
 from posenc.harness import study as studies
 from posenc.harness.run.pruning import TrialPruning, trial_pruning
@@ -185,3 +185,79 @@ def test_the_asha_pruner_stops_a_trial_outside_its_rungs_top_third(tmp_path):
         study.tell(trial, float(loss))
     assert outcomes[2] is not None and outcomes[2].startswith("pruned by the asha pruner at the end of epoch 1")
     assert studies.pruner(None).prune(study, study.trials[2]) is False  # no pruner: never
+
+
+@pytest.mark.parametrize("value,space,flag", [
+    # log10(0.0029 / 3e-4) / log10(10) = 0.985: the top 5% of the log range; 0.0026 sits at 0.938.
+    ("0.0029", {"low": 3e-4, "high": 3e-3, "log": True}, "top"),
+    ("0.0027", {"low": 3e-4, "high": 3e-3, "log": True}, "top"),      # 0.954
+    ("0.0026", {"low": 3e-4, "high": 3e-3, "log": True}, None),       # 0.938
+    ("0.00031", {"low": 3e-4, "high": 3e-3, "log": True}, "bottom"),  # 0.014
+    # On a linear range the same values sit elsewhere: 0.0026 at 0.85, 0.0029 at 0.963, 0.0004 at 0.037.
+    ("0.0026", {"low": 3e-4, "high": 3e-3}, None),
+    ("0.0029", {"low": 3e-4, "high": 3e-3}, "top"),
+    ("0.0004", {"low": 3e-4, "high": 3e-3}, "bottom"),
+    ("0.0005", {"low": 3e-4, "high": 3e-3, "log": True}, None),       # 0.222 on the log scale
+    ("0.0005", {"low": 3e-4, "high": 3e-3}, None),                    # 0.074 on the linear one
+    ("4", {"low": 1, "high": 40, "type": "int"}, None),
+    ("0.1", {"choices": [0.1, 0.3]}, None),                           # a categorical choice has no edge
+])
+def test_a_chosen_value_in_the_outer_5_percent_of_its_range_is_flagged(value, space, flag):
+    from posenc.report.tuning import at_edge
+
+    found = at_edge({"optim.args.lr": value}, {"optim.args.lr": space})
+    if flag is None:
+        assert found == []
+    else:
+        (line,) = found
+        assert line.startswith(f"optim.args.lr={value} is in the {flag} 5% of its range")
+        assert line.endswith("(log scale)") == bool(space.get("log"))
+
+
+def test_the_tuned_table_and_the_summary_say_a_value_is_at_the_edge_and_to_widen_the_space():
+    from types import SimpleNamespace
+
+    from posenc.cells.strategy import Trial, TuneRow, TuneState
+    from posenc.harness.sweep.summary import strategy_summary
+    from posenc.report.tuning import tune_notes
+
+    rows = [TuneRow(f"placement={p}", [f"placement={p}"],
+                    [Trial(0, f"t{p}", [], {"optim.args.lr": lr}, "COMPLETE", 3.0)],
+                    {"number": 0, "value": 3.0, "values": {"optim.args.lr": lr}}, [1])
+            for p, lr in (("both", "0.0029"), ("none", "0.001"))]
+    state = TuneState({"trials": 1, "seeds": 1, "baseline": "placement=both"},
+                      {"optim.args.lr": {"low": 3e-4, "high": 3e-3, "log": True}}, rows, [])
+    report = SimpleNamespace(sweep=SimpleNamespace(strategy=state, trials=[]))
+    _, body = tune_table(report)
+    assert body[0][1] == "optim.args.lr=0.0029 (at the edge of its range: widen it)"
+    assert body[1][1] == "optim.args.lr=0.001"
+    notes = tune_notes(report)
+    assert notes[-1].startswith("At the edge of the search space")
+    assert "placement=both: optim.args.lr=0.0029" in notes[-1]
+    assert "placement=none" not in notes[-1] and "widen the search space" in notes[-1]
+    summary = strategy_summary(state)
+    assert ("placement=both 1 trials, best optim.args.lr=0.0029 (optim.args.lr=0.0029 is in the top 5% of its range "
+            "0.0003..0.003 (log scale): the best value may lie beyond it, widen the search space)") in summary
+    assert "placement=none 1 trials, best optim.args.lr=0.001;" not in summary and summary.endswith("0.001")
+
+
+def test_an_old_tune_state_with_plans_of_the_old_rule_still_reads(tmp_path):
+    """A tune state written before the group sequential design: its rows' plans ({planned, stopped,
+    why}) read as old-rule rows, whose verdicts the table leaves to the fixed test."""
+    from posenc.cells.strategy import TuneState, read_state
+    from posenc.harness.sweep.summary import strategy_summary
+
+    old = {"strategy": "tune", "search_space": {"optim.args.lr": {"low": 1e-4, "high": 1e-2, "log": True}},
+           "settings": {"trials": 2, "seeds": 3, "pruner": None, "baseline": "placement=both",
+                        "seeds_strategy": {"effect": 1.0, "pilot_seeds": 3, "max_seeds": 10, "batch_seeds": 2,
+                                           "min_seeds": 7, "test_size": None, "baseline": "placement=both"}},
+           "rows": [{"row": "placement=none", "overrides": ["placement=none"], "trials": [], "seeds": [1, 2, 3],
+                     "best": {"number": 0, "value": 3.0, "values": {"optim.args.lr": "0.001"}},
+                     "plan": {"planned": 5, "stopped": "plan", "why": "its plan books 5"}}],
+           "trials": [], "cells": []}
+    (tmp_path / TUNE_FILE).write_text(json.dumps(old))
+    state = read_state(tmp_path)
+    assert isinstance(state, TuneState) and state.rows[0].plan.planned == 5 and state.rows[0].plan.looks == []
+    assert state.sequential_rows() == []
+    assert strategy_summary(state) == ("; tune strategy: placement=none 0 trials, best optim.args.lr=0.001, "
+                                       "3 seeds (its plan books 5)")

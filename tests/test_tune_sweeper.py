@@ -10,7 +10,7 @@ import pytest
 from optuna.distributions import FloatDistribution
 
 from posenc.cells.layout import RESULT_FILE
-from posenc.cells.plan import TUNE_FILE
+from posenc.cells.strategy import TUNE_FILE
 from posenc.cells.sweep import read_sweep
 from posenc.harness import study as studies
 from project import BIN
@@ -150,25 +150,27 @@ def test_a_sweeper_stopped_mid_study_continues_with_the_same_proposals(tmp_path)
 
 @pytest.mark.slow
 def test_the_best_values_seeds_can_be_sized_by_the_seeds_strategy(tmp_path):
-    """hydra.sweeper.seeds_strategy instead of a fixed count: the tuned rows' seeds are planned as the
-    seeds strategy plans them (here a hundredth of a BLEU, so each row goes on to max_seeds)."""
+    """hydra.sweeper.seeds_strategy instead of a fixed count: the tuned rows' seeds are decided as the
+    seeds strategy's group sequential design decides them (looks at 2 and 3 seeds; smoke cells of
+    one learning rate differ by hundredths of a BLEU, so the compared row runs on to max_seeds)."""
     sweep, cache = tmp_path / "sweep", tmp_path / "cache"
-    plan = ("hydra.sweeper.seeds_strategy={effect: 0.01, test_size: 100000000, pilot_seeds: 2, max_seeds: 3, "
-            "batch_seeds: 1, min_seeds: 2}")
+    plan = "hydra.sweeper.seeds_strategy={effect: 0.01, pilot_seeds: 2, max_seeds: 3, batch_seeds: 1}"
     out = run(sweep, cache, *GRID, *PRUNED, plan)
     assert out.returncode == 0, out.stderr[-3000:]
     got = state(sweep)
     for row in got["rows"]:
         assert row["best"]["values"] == {"optim.args.lr": "0.003"} and row["seeds"] == [1, 2, 3], row
     none = next(r for r in got["rows"] if r["row"] == "placement=none")
-    assert none["plan"]["stopped"] == "max_seeds" and none["plan"]["why"].startswith("stopped at max_seeds=3")
+    assert [look["n"] for look in none["plan"]["looks"]] == [2, 3]
+    assert (none["plan"]["stopped"], none["plan"]["why"], none["plan"]["verdict"]) == \
+        ("max_seeds", "max_seeds", "no evidence")
     logged = out.stdout + out.stderr
     batches = [line.split("batch of ")[1].split(":")[0] for line in logged.splitlines()
-               if "the best values' seeds as planned, batch of" in line]
+               if "the best values' seeds by the seeds strategy, batch of" in line]
     assert batches == ["4", "2"], batches  # the pilot of both rows, then one more seed each
     read = read_sweep(sweep)
     assert len(read.cells) == 6 and {c.status for c in read.every_cell()} == {"ok"} and len(read.trials) == 4
     table = (sweep / "table.md").read_text()
-    assert "sized by the seeds strategy (|Δ| = 0.01 BLEU against placement=both" in table
-    assert "| 3 (stopped at max_seeds=3;" in table  # the tuned rows' seeds and why they stopped
+    assert "sized by the seeds strategy (|Δ| = 0.01 BLEU against placement=both, 2 pilot seeds" in table
+    assert "| 3 (max_seeds) |" in table  # the tuned rows' seeds and why they stopped
     assert out.stdout.strip().splitlines()[-1].startswith("6 cells: 6 ok; tune strategy: placement=both 2 trials")

@@ -12,7 +12,6 @@ rest's input lines sorted, joined with ``item_sep``, ``=`` replaced by ``kv_sep`
 """
 
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,17 +20,10 @@ from omegaconf import OmegaConf
 
 from posenc.cells import keys  # noqa: F401 -- registers ${posenc_keys:...}, which a plan's exclude_keys may name
 from posenc.cells.record import config_family
+from posenc.cells.strategy import read_state
 from posenc.kinds import grid_skip_reason
 
 PLAN_FILE = "multirun.yaml"
-# An adaptive sweep (``hydra/sweeper=posenc_seeds``) decides its cells as it goes: its plan is the
-# cells it has launched so far, which it keeps here with each row's seeds and why the row stopped.
-STRATEGY_FILE = "seeds_strategy.json"
-# The tune strategy (``hydra/sweeper=posenc_tune``) keeps its state here: each row's trials (cells
-# of their own, never scored on test), its best values, and the final cells that run them.
-TUNE_FILE = "tune_strategy.json"
-# Its Optuna studies, one per row: Optuna's journal file, which several processes share.
-STUDY_FILE = "tune_study.journal"
 
 
 @dataclass(frozen=True)
@@ -41,28 +33,15 @@ class PlannedCell:
     skip_reason: str = ""   # non-empty: the sweep leaves this cell out by design
 
 
-def read_strategy(sweep_dir: Path):
-    """An adaptive sweep's state (``STRATEGY_FILE`` or ``TUNE_FILE``; its ``strategy`` says which),
-    or None for a sweep of a fixed grid."""
-    path = next((Path(sweep_dir) / name for name in (STRATEGY_FILE, TUNE_FILE) if (Path(sweep_dir) / name).exists()),
-                None)
-    if path is None:
-        return None
-    state = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(state, dict) or not isinstance(state.get("cells"), list):
-        raise ValueError(f"{path}: not an adaptive sweep's state (no list of cells)")
-    return state
-
-
 def planned_cells(sweep_dir: Path):
     """Every cell of the sweep in launch order, or None when the sweep has no ``multirun.yaml``.
-    An adaptive sweep's plan is the cells it launched so far (``STRATEGY_FILE``)."""
+    An adaptive sweep's plan is the cells it launched so far (its state, ``posenc.cells.strategy``)."""
     plan_file = Path(sweep_dir) / PLAN_FILE
     if not plan_file.exists():
         return None
-    strategy = read_strategy(sweep_dir)
-    if strategy is not None:
-        return [PlannedCell(c["dirname"], override_values(c["overrides"])) for c in strategy["cells"]]
+    state = read_state(sweep_dir)
+    if state is not None:
+        return [PlannedCell(c.dirname, override_values(c.overrides)) for c in state.cells]
     cfg = OmegaConf.load(plan_file)
     # A sweep typed on the command line has no preset params: its swept keys are in the task overrides.
     preset = cfg.hydra.sweeper.get("params")

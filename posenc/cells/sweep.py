@@ -14,8 +14,9 @@ import yaml
 
 from posenc.cells import keys
 from posenc.cells.layout import RESULT_FILE
-from posenc.cells.plan import PLAN_FILE, override_values, planned_cells, read_strategy
+from posenc.cells.plan import PLAN_FILE, override_values, planned_cells
 from posenc.cells.record import is_trial, read_result_why
+from posenc.cells.strategy import read_state
 
 # Keys a record carries itself; any other key a sweep varies (``+model.args.dropout=0.1,0.2``,
 # ``budget=smoke,cpu``) becomes a column of its own, so its cells are never averaged together.
@@ -56,7 +57,7 @@ class Sweep:
     planned: bool = False                           # the plan was read: missing cells are known
     plan_values: dict = field(default_factory=dict)  # planned cell -> its overrides' values, in launch order
     plan_note: str = ""                             # why no plan was read, where one could not be
-    strategy: dict = None                           # an adaptive sweep's state (rows, their seeds, why they stopped)
+    strategy: object = None                         # an adaptive sweep's state (posenc.cells.strategy), or None
     trials: list = field(default_factory=list)      # a tune strategy's trial cells: validated, never scored on test
 
     @property
@@ -111,15 +112,8 @@ def read_sweep(sweep_dir) -> Sweep:
             sweep.skipped.append((cell.dirname, cell.skip_reason))
         elif cell.dirname not in reported:
             sweep.missing.append(cell.dirname)
-    sweep.extra_keys = _varying_keys(sweep.cells, tuned_keys(sweep.strategy))
+    sweep.extra_keys = _varying_keys(sweep.cells, sweep.strategy.tuned_keys() if sweep.strategy else ())
     return sweep
-
-
-def tuned_keys(strategy) -> set:
-    """The keys a tune strategy chose per row (its search space): values of a row, not rows."""
-    if not strategy or strategy.get("strategy") != "tune":
-        return set()
-    return {key.lstrip("+~") for key in strategy.get("search_space") or {}}
 
 
 def _plan(sweep: Sweep):
@@ -134,7 +128,7 @@ def _plan(sweep: Sweep):
                            "only cells that reported are listed")
         return None
     sweep.planned = True
-    sweep.strategy = read_strategy(sweep.dir)
+    sweep.strategy = read_state(sweep.dir)
     return plan
 
 

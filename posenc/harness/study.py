@@ -15,7 +15,7 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
-from posenc.cells.plan import STUDY_FILE
+from posenc.cells.strategy import STUDY_FILE
 
 DIRECTION = "minimize"  # the objective: the trial's validation loss
 PRUNERS = ("median", "asha")

@@ -8,7 +8,8 @@ from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
 from posenc.cells.record import field, is_ok, time_capped
 from posenc.report.references import SOURCES, WHERE
-from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, verdict_column
+from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, plan_value, verdict_column
+from posenc.report.sequential import strategy_notes, strategy_table
 from posenc.report.significance import TESTS
 from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
 from posenc.stats.power import PLAN_LEVEL, POWER
@@ -198,8 +199,8 @@ def power_table(report):
             continue
         body.append(identity_cells(row) + [str(v["pilot_seeds"]), str(test.sentences), number(v.get("power_seed_sd")),
                                            number(v.get("power_sentence_sd")), number(v.get("power_shared_sd")),
-                                           number(v.get("mde_bleu")), str(v["seeds_needed"]),
-                                           str(v["seeds_needed_low"])])
+                                           number(v.get("mde_bleu")), str(plan_value(v["seeds_needed"])),
+                                           str(plan_value(v["seeds_needed_low"]))])
     return headers, body
 
 
@@ -288,35 +289,6 @@ def _block(fmt, headers, body, notes, left=1) -> str:
     return markdown(headers, body) + "\n" + "".join(f"{n}\n\n" for n in notes)
 
 
-def strategy_table(report):
-    """The seeds strategy's rows (an adaptive sweep): the seeds each ran, its plan, why it stopped."""
-    state = report.sweep.strategy or {}
-    headers = ["row", "seeds run", "seeds to book (last plan)", "stopped"]
-    body = [[r["row"] + (" (baseline)" if r.get("baseline") else ""), str(len(r.get("seeds") or [])),
-             "-" if r.get("planned") is None else str(r["planned"]), r.get("why") or r.get("stopped") or "going on"]
-            for r in state.get("rows", [])]
-    return headers, body
-
-
-def strategy_notes(report) -> list:
-    s = (report.sweep.strategy or {}).get("settings", {})
-    size = f"{s['test_size']} test sentences" if s.get("test_size") else "this test set"
-    floor = s.get("min_seeds")
-    return [f"Seeds strategy (hydra/sweeper=posenc_seeds): every row ran {s.get('pilot_seeds')} pilot seeds, then "
-            f"batches of up to {s.get('batch_seeds')} more, planned after each batch for |Δ| = {s.get('effect')} "
-            f"BLEU at {size} against {s.get('baseline')} from the variance of the seeds it had (never the observed "
-            f"Δ), until its plan or max_seeds = {s.get('max_seeds')}"
-            + (f", and at least min_seeds = {floor}" if floor is not None else "")
-            + ". A baseline row runs the seeds of the rows compared with it. "
-            + ("Calibrated by simulation, adaptive stop included (results/significance_calibration.md): with a "
-               "3-seed pilot, batches of 2 and min_seeds 7, a false-positive rate of 0.044-0.057 at α = 0.05 and a "
-               "delivered power of 0.80-0.96 at the planned effect over 3,000 simulated sweeps in each of 7 settings; "
-               "other settings were not calibrated." if floor is not None else
-               "This sweep ran before min_seeds, whose rows could stop at the pilot: that procedure does not hold "
-               "the verdict's level in every setting (results/significance_calibration.md): read a better or worse "
-               "of this table as a lead, and confirm it with a fixed-seed sweep of the seeds it ran.")]
-
-
 def render_report(report, fmt: str = "md", title: bool = False) -> str:
     if fmt == "csv":
         return csv_text(as_dicts(report)) + "".join(f"# {n}\n" for n in status_notes(report))
@@ -335,7 +307,7 @@ def render_report(report, fmt: str = "md", title: bool = False) -> str:
         parts.append(_block(fmt, *power_table(report), power_notes(report), left))
     if is_tuned(report.sweep):
         parts.append(_block(fmt, *tune_table(report), tune_notes(report)))
-    elif report.sweep.strategy:
+    elif report.sweep.strategy:  # a seeds strategy's rows
         parts.append(_block(fmt, *strategy_table(report), strategy_notes(report)))
     if status:
         parts.append("".join(prefix + (latex_escape(s) if fmt == "latex" else s) + "\n" for s in status))

@@ -8,12 +8,14 @@ from dataclasses import field as dc_field
 import numpy as np
 
 from posenc.cells.record import SPLITS, family, field, is_ok, time_capped
+from posenc.cells.rows import baseline_of, row_name
 from posenc.cells.sweep import RECORD_KEYS
 from posenc.kinds import PLACEMENTS, kind_names
 from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu, corpus_score
 from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import cell_output
 from posenc.report.references import paper_numbers
+from posenc.report.sequential import apply_decisions
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, paired_test
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.testsets import TestSets
@@ -111,7 +113,8 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     for row in rows:
         seeds = [c.record.get("seed") for c in row.cells]
         if len(seeds) != len(set(map(str, seeds))):
-            warnings.append(f"row {_name(row.identity)} has cells with the same seed; pairing by seed takes the first")
+            warnings.append(f"row {row_name(row.identity)} has cells with the same seed; "
+                            "pairing by seed takes the first")
     has_long = any(c.record.get(field("bleu", "test_long")) is not None for r in rows for c in r.cells)
     splits = [s for s in SPLITS if s == "test" or has_long]
     scorer = Scorer()
@@ -134,6 +137,7 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     for split in splits:
         signature = _significance(rows, split, base_key, base_value, settings) or signature
     _primary(rows, settings.primary)
+    apply_decisions(rows, sweep, settings.primary)  # a seeds strategy's rows: their sequential verdicts
     edges, labels, sizes = _buckets(rows, settings)
     families = [family(r.cells[0].record) for r in rows]  # as the cells recorded it
     for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows], families)):
@@ -179,10 +183,6 @@ def _group(sweep, keys):
     return ordered
 
 
-def _name(identity) -> str:
-    return " ".join(f"{k}={v}" for k, v in identity.items())
-
-
 def _scores(row: Row, has_long: bool) -> None:
     v = row.values
     names = ["bleu", "tok_bleu", "valid_ppl"] + (["bleu_test_long", "tok_bleu_test_long"] if has_long else [])
@@ -217,13 +217,8 @@ def _scores(row: Row, has_long: bool) -> None:
 def baselines(rows, baseline) -> dict:
     """``{id(row): its baseline row}`` (the row itself for a baseline, None where its group has
     none): the row with the same identity but ``baseline``'s key at ``baseline``'s value."""
-    base_key, base_value = baseline
-    by_group = {}
-    for row in rows:
-        rest = tuple((k, v) for k, v in row.identity.items() if k != base_key)
-        by_group.setdefault(rest, {})[row.identity.get(base_key)] = row
-    return {id(row): by_group[tuple((k, v) for k, v in row.identity.items() if k != base_key)].get(base_value)
-            for row in rows}
+    index = baseline_of([row.identity for row in rows], *baseline)
+    return {id(row): None if i is None else rows[i] for row, i in zip(rows, index)}
 
 
 def _significance(rows, split, base_key, base_value, settings):
@@ -362,8 +357,8 @@ def _power(rows, settings):
         components = power_mod.Components.of(test)
         v["mde_bleu"] = power_mod.mde(test.n, components)
         v["pilot_seeds"] = test.n
-        v["seeds_needed"] = _needed(power_mod.booking, settings, components)
-        v["seeds_needed_low"] = _needed(power_mod.seeds_needed, settings, components)
+        v["seeds_needed"] = power_mod.seeds_plan(settings.effect, components, settings.test_size)
+        v["seeds_needed_low"] = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
         v["power_advice"] = _advice(settings, components, v["seeds_needed"], v["seeds_needed_low"])
         v["power_seed_sd"] = math.sqrt(components.seed_var)
         v["power_sentence_sd"] = math.sqrt(components.sentence_var)
@@ -373,20 +368,24 @@ def _power(rows, settings):
 UNREACHABLE = "n/a: not with this many test sentences, whatever the seeds"
 
 
-def _needed(planner, settings, components):
-    needed = planner(settings.effect, components, settings.test_size)
-    if needed is not None:
-        return needed
-    reachable = power_mod.reachable(settings.effect, components, settings.test_size)
-    return f">{power_mod.MAX_SEEDS}" if reachable else UNREACHABLE
+def plan_value(plan):
+    """A ``power.SeedsPlan`` as the table's column holds it: the seeds, ">1000" beyond
+    MAX_SEEDS, or UNREACHABLE; None without a plan."""
+    if plan is None:
+        return None
+    if plan.seeds is not None:
+        return plan.seeds
+    return f">{power_mod.MAX_SEEDS}" if plan.reachable else UNREACHABLE
 
 
 def _advice(settings, components, book, low) -> str:
-    """What a user does when the pilot is too small to vouch for its plan, or ""."""
+    """What a user does when the pilot is too small to vouch for its plan (``book`` and ``low``:
+    ``power.SeedsPlan``), or ""."""
     n, beyond = components.pilot_seeds, f"more than {power_mod.MAX_SEEDS}"
-    if not isinstance(low, int) or book == UNREACHABLE or (isinstance(book, int) and book <= power_mod.WIDE * low):
+    if low.seeds is None or not book.reachable or (book.seeds is not None and book.seeds <= power_mod.WIDE * low.seeds):
         return ""
-    book = book if isinstance(book, int) else beyond      # the booking is past MAX_SEEDS
+    low = low.seeds
+    book = beyond if book.seeds is None else book.seeds   # the booking is past MAX_SEEDS
     again = power_mod.booking(settings.effect, replace(components, pilot_seeds=2 * n), settings.test_size)
     return (f"{n} seeds cannot pin this down (the plan ranges from {low} to {book}): book {book}, or run {n} more "
             f"and plan again; with {2 * n} seeds that spread as these do, the booking would be "
@@ -448,6 +447,8 @@ def as_dicts(report: Report) -> list:
         if is_tuned(report.sweep):  # a tune strategy's row: the values its study chose
             d["tuned"] = tuned_values(report.sweep, row.cells)
         for k, val in row.values.items():
+            if isinstance(val, power_mod.SeedsPlan):
+                val = plan_value(val)
             d[k] = "; ".join(map(str, val)) if isinstance(val, list) else val
         out.append(d)
     return out

@@ -201,3 +201,21 @@ def reachable(effect: float, components: Components, sentences: int = None, targ
     z = scipy_stats.norm.ppf(1 - ALPHA / 2)
     sd = math.sqrt(shared)
     return float(scipy_stats.norm.sf(z - abs(effect) / sd) + scipy_stats.norm.cdf(-z - abs(effect) / sd)) > target
+
+
+@dataclass(frozen=True)
+class SeedsPlan:
+    """A plan as a value for the report to format: the seeds it books, or None where no number up
+    to MAX_SEEDS reaches the power, and whether any number would (False: the test set's own
+    sampling caps the power, whatever the seeds)."""
+    seeds: int = None
+    reachable: bool = True
+
+
+def seeds_plan(effect: float, components: Components, sentences: int = None, target: float = POWER,
+               book: bool = True) -> SeedsPlan:
+    """The booking (``book``) or the plug-in plan as a ``SeedsPlan``."""
+    seeds = (booking if book else seeds_needed)(effect, components, sentences, target)
+    if seeds is not None:
+        return SeedsPlan(seeds)
+    return SeedsPlan(None, reachable(effect, components, sentences, target))

@@ -309,3 +309,70 @@ def holm_rejects(p, alpha: float = ALPHA) -> np.ndarray:
     out = np.zeros(p.shape, dtype=bool)
     np.put_along_axis(out, order, passed, -1)
     return out
+
+
+SEQUENTIAL_STOPS = ("", "efficacy", "futility", "max_seeds")   # ``sequential``'s ``stopped``: an index into this
+
+
+def sequential(pool: Pool, setting: Setting, design, plan_effect: float, rows: int = 1, comparisons: int = 1000,
+               seed: int = 0, batch_seeds: int = 2, chunk: int = 100):
+    """``comparisons`` sweeps of ``rows`` rows sharing one baseline, every row ``setting.effect``
+    above it, run by the group sequential design (``posenc.stats.sequential``) as the sweeper runs
+    it: the pilot's ``design.pilot_seeds`` seeds, then a look after every batch of ``batch_seeds``
+    (the last batch only up to max_seeds); at each look every running row's comparison with the
+    baseline is the verdict's test on all its seeds so far (``verdict.p_values``, its components as
+    the report takes them), and ``sequential.decide`` (graphical Holm over the rows, futility at
+    ``plan_effect``, the decisions taken frozen) says which rows stop. The baseline runs while any
+    row does. ``setting.seeds`` is not used. Returns arrays ``(comparisons, rows)``: ``verdict``
+    (+1 better, -1 worse, 0 no evidence), ``seeds`` (the seeds the row ran), ``stopped`` (index into
+    SEQUENTIAL_STOPS), ``delta`` (Δ at the stop); and ``baseline_seeds`` ``(comparisons,)``."""
+    from dataclasses import replace
+
+    from posenc.stats.sequential import EFFICACY, Look, decide
+    from posenc.stats.verdict import BETTER, WORSE, combine_parts, seed_parts, split_variance
+
+    rng = np.random.default_rng(seed)
+    size, most, names = setting.sentences, design.max_seeds, [f"row {r}" for r in range(rows)]
+    out = {"verdict": np.zeros((comparisons, rows), dtype=int), "seeds": np.zeros((comparisons, rows), dtype=int),
+           "stopped": np.zeros((comparisons, rows), dtype=int), "delta": np.full((comparisons, rows), np.nan),
+           "baseline_seeds": np.zeros(comparisons, dtype=int)}
+    for start in range(0, comparisons, chunk):
+        count = min(chunk, comparisons - start)
+        diffs, influence = np.zeros((count, rows, most)), np.zeros((count, rows, most, size))
+        looks = [{name: [] for name in names} for _ in range(count)]
+        frozen = [{} for _ in range(count)]
+        active, have, sweeps = np.arange(count), 0, None
+        while len(active) and have < most:
+            want = design.pilot_seeds if have == 0 else min(have + batch_seeds, most)
+            stats, made = _outputs(pool, replace(setting, seeds=want - have), len(active), rng,
+                                   None if sweeps is None else sweeps.take(active), systems=rows + 1)
+            sweeps = made if sweeps is None else sweeps
+            d, i = seed_parts(stats[:, 1:], stats[:, :1], {})
+            diffs[active, :, have:want], influence[active, :, have:want] = d, i
+            have = want
+            delta, sd, var_test, var_test_seed = combine_parts(diffs[active, :, :have], influence[active, :, :have])
+            p, se, df = p_values(delta, sd, var_test, var_test_seed, have, size)
+            shared = split_variance(var_test, var_test_seed, have)[1]
+            still = []
+            for a, sweep in enumerate(active.tolist()):
+                for r, name in enumerate(names):
+                    if name not in frozen[sweep]:
+                        looks[sweep][name].append(Look(have, float(delta[a, r]), float(se[a, r]), float(df[a, r]),
+                                                       float(p[a, r]), float(sd[a, r]) ** 2, float(shared[a, r]), size))
+                decisions = decide(design, plan_effect, looks[sweep], frozen[sweep])
+                for r, name in enumerate(names):
+                    decision = decisions[name]
+                    if name in frozen[sweep] or not decision.stopped:
+                        continue
+                    frozen[sweep][name] = decision
+                    at = start + sweep
+                    out["seeds"][at, r], out["delta"][at, r] = have, decision.look.delta
+                    out["stopped"][at, r] = SEQUENTIAL_STOPS.index(decision.stopped)
+                    if decision.stopped == EFFICACY:
+                        out["verdict"][at, r] = {BETTER: 1, WORSE: -1}[decision.verdict]
+                if len(frozen[sweep]) < rows:
+                    still.append(sweep)
+                else:
+                    out["baseline_seeds"][start + sweep] = have
+            active = np.asarray(still, dtype=int)
+    return out

@@ -2,14 +2,14 @@
 row's Optuna study (``posenc.harness.study``), and when the study's pruner says the trial will not
 win, training stops with a save (the harness's save-and-stop) and the record says ``pruned`` and why.
 
-The trial is found in the tune strategy's state (``posenc.cells.plan.TUNE_FILE``) by the cell's
+The trial is found in the tune strategy's state (``posenc.cells.strategy.TuneState``) by the cell's
 directory: the pruner's settings are the sweep's, not the cell's config (they decide when a trial
 stops, never what it trains).
 """
 
 from pathlib import Path
 
-from posenc.cells.plan import read_strategy
+from posenc.cells.strategy import read_state
 from posenc.harness import study
 from posenc.harness.run.fairseq_logs import parse_record
 
@@ -40,20 +40,18 @@ class TrialPruning:
 def trial_pruning(sweep_dir: Path, job_dir: Path):
     """The pruning of the trial whose cell is ``job_dir``, or None: no tune strategy, no pruner,
     or a cell its state does not name as a trial."""
-    state = read_strategy(sweep_dir) if sweep_dir else None
-    if not state or state.get("strategy") != "tune":
-        return None
-    settings = state.get("settings", {})
-    name = settings.get("pruner")
-    if not name:
+    state = read_state(sweep_dir) if sweep_dir else None
+    name = state.settings.get("pruner") if state else None
+    if not name:  # no adaptive sweep, a seeds strategy's, or no pruner
         return None
     try:
         mine = str(Path(job_dir).resolve().relative_to(Path(sweep_dir).resolve()))
     except ValueError:
         return None
-    entry = next((t for t in state.get("trials", []) if t.get("dirname") == mine), None)
+    entry = state.trial(mine)
     if entry is None:
         return None
+    settings = state.settings
     the_pruner = study.pruner(name, settings.get("prune_from_epoch", 1), settings.get("pruner_startup_trials", 2))
-    trial = study.trial_handle(sweep_dir, entry["study"], entry["number"], the_pruner)
+    trial = study.trial_handle(sweep_dir, entry.study, entry.number, the_pruner)
     return TrialPruning(trial, name, trial.study)

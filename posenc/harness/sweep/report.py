@@ -11,23 +11,23 @@ from hydra.experimental.callback import Callback
 
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.harness.run.signals import STOP
-from posenc.harness.sweep.seeds import strategy_settings
+from posenc.harness.sweep.planner import report_settings as seeds_report_settings
 from posenc.harness.sweep.summary import summarize
 from posenc.harness.tracking.wandb_run import log_sweep_table
 from posenc.report.rows import parse_baseline
 from posenc.report.table import SWEEP_END, sweep_end_report, write_sweep_tables
 
 
-def report_settings(strategy):
-    """The sweep-end table's settings: a seeds strategy's plans as it planned; a tune strategy's
-    baseline (or its seeds strategy's plans); any other sweep's the defaults."""
-    if not strategy:
+def report_settings(state):
+    """The sweep-end table's settings: as its seeds strategy looked, where one sized the seeds (a
+    seeds strategy's sweep, or a tune strategy's with seeds_strategy); else the defaults with the
+    strategy's baseline."""
+    if state is None:
         return SWEEP_END
-    if strategy.get("strategy") == "tune":  # its seeds sized by the seeds strategy: that strategy's plans
-        planned = strategy["settings"].get("seeds_strategy")
-        return strategy_settings(planned) if planned else \
-            replace(SWEEP_END, baseline=parse_baseline(strategy["settings"]["baseline"]))
-    return strategy_settings(strategy["settings"])
+    seeds = state.seeds_settings()
+    if seeds:
+        return seeds_report_settings(seeds)
+    return replace(SWEEP_END, baseline=parse_baseline(state.settings["baseline"]))
 
 
 class SweepReport(Callback):

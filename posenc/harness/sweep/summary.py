@@ -9,7 +9,10 @@ cells and in whichever processes.
 from pathlib import Path
 
 from posenc.cells.record import FAILED, INTERRUPTED, OK, PRUNED, RUNNING, time_capped
+from posenc.cells.strategy import TuneState
 from posenc.cells.sweep import Sweep, read_sweep
+from posenc.report.sequential import row_stop
+from posenc.report.tuning import edge_advice
 
 
 def _short(error: str) -> str:
@@ -22,16 +25,28 @@ def _label(values: dict, varying: set) -> str:
     return ",".join(f"{k}={v}" for k, v in shown.items())
 
 
-def tune_summary(row: dict) -> str:
-    """``placement=none 8 trials (2 pruned), best optim.args.lr=0.0012``: one row of a tune strategy."""
-    states = [t.get("state") for t in row.get("trials", [])]
+def tune_summary(state, row) -> str:
+    """``placement=none 8 trials (2 pruned), best optim.args.lr=0.0012``: one row of a tune strategy,
+    with the flag of a chosen value at the edge of its range."""
+    states = [t.state for t in row.trials]
     counts = ", ".join(f"{states.count(state)} {word}" for state, word in
                        (("PRUNED", PRUNED), ("FAIL", FAILED), ("RUNNING", "unfinished")) if state in states)
-    best = row.get("best")
-    chosen = ("best " + " ".join(f"{k}={v}" for k, v in best["values"].items())) if best else "no trial finished"
-    plan = row.get("plan")  # the best values' seeds sized by the seeds strategy
-    planned = f", {len(row.get('seeds') or [])} seeds ({plan.get('why') or 'going on'})" if plan else ""
-    return f"{row['row']} {len(states)} trials" + (f" ({counts})" if counts else "") + f", {chosen}{planned}"
+    chosen = ("best " + " ".join(f"{k}={v}" for k, v in row.best["values"].items())) if row.best \
+        else "no trial finished"
+    edge = edge_advice(state, row)
+    if edge:
+        chosen += f" ({edge})"
+    planned = f", {len(row.seeds)} seeds ({row_stop(row.plan)})" if row.plan is not None else ""
+    return f"{row.row} {len(states)} trials" + (f" ({counts})" if counts else "") + f", {chosen}{planned}"
+
+
+def strategy_summary(state) -> str:
+    """``; seeds strategy: placement=none 3 seeds (efficacy at 3 seeds: worse ...)``: each row's
+    seeds and stop, or each tuned row's trials and choice."""
+    if isinstance(state, TuneState):
+        return "; tune strategy: " + "; ".join(tune_summary(state, r) for r in state.rows)
+    return "; seeds strategy: " + "; ".join(f"{r.row} {len(r.seeds)} seeds ({row_stop(r)})"
+                                            for r in state.rows if not r.baseline)
 
 
 def summarize(sweep, interrupted_by: int = 0):
@@ -76,14 +91,10 @@ def summarize(sweep, interrupted_by: int = 0):
     if skipped:
         parts.append(f"{len(skipped)} skipped by design")
     line = f"{total} cells: " + ", ".join(parts)
-    if sweep.strategy and sweep.strategy.get("strategy") == "tune":  # each row's trials and what they chose
-        line += "; tune strategy: " + "; ".join(tune_summary(r) for r in sweep.strategy.get("rows", []))
-    elif sweep.strategy:  # an adaptive sweep: each compared row's seeds and why it stopped
-        line += "; seeds strategy: " + "; ".join(
-            f"{r['row']} {len(r.get('seeds') or [])} seeds ({r.get('why') or 'going on'})"
-            for r in sweep.strategy.get("rows", []) if not r.get("baseline"))
-    untuned = [r for r in (sweep.strategy or {}).get("rows", [])
-               if sweep.strategy.get("strategy") == "tune" and not r.get("best")]  # no values to run seeds with
+    if sweep.strategy:  # an adaptive sweep: each row's seeds and why it stopped, or its trials and choice
+        line += strategy_summary(sweep.strategy)
+    untuned = [r for r in sweep.strategy.rows if isinstance(sweep.strategy, TuneState) and not r.best] \
+        if sweep.strategy else []  # no values to run seeds with
     if interrupted_by:
         status = interrupted_by
     elif failed or interrupted or running or missing or untuned:

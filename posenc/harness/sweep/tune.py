@@ -15,18 +15,16 @@ Why not hydra-optuna-sweeper: it runs one study for the whole sweep (one objecti
 job), it pins optuna<3, and it has no storage that several SLURM jobs can share; a row's study of
 its own is what "each placement's learning rate tuned" means.
 
-State, in the sweep directory: the studies (``posenc.cells.plan.STUDY_FILE``, Optuna's journal
-file) and ``TUNE_FILE`` (every trial's cell, each row's best values and its final cells: the
-sweep's plan for every reader), written before each batch is launched. A rerun of the same command
+State, in the sweep directory: the studies (``posenc.cells.strategy.STUDY_FILE``, Optuna's journal
+file) and ``posenc.cells.strategy.TuneState`` (every trial's cell, each row's best values and its
+final cells: the sweep's plan for every reader), written before each batch is launched. A rerun of the same command
 tells the studies what finished, relaunches the trials that never did (their cells resume) and goes
 on; no finished trial or cell runs again.
 """
 
-import inspect
 import logging
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -34,13 +32,27 @@ from omegaconf import OmegaConf
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from posenc.atomic import write_json_atomic
-from posenc.cells.plan import PLAN_FILE, TUNE_FILE, override_dirname, sweep_jobs
+from posenc.cells.plan import PLAN_FILE, override_dirname, sweep_jobs
 from posenc.cells.record import Record, is_failed, is_ok, is_pruned
+from posenc.cells.strategy import (
+    TUNE_FILE,
+    SeedsRow,
+    SeedsState,
+    StateCell,
+    StateError,
+    Trial,
+    TuneRow,
+    TuneState,
+    read_state,
+    write_state,
+)
+from posenc.cells.sweep import read_sweep
 from posenc.harness import study as studies
 from posenc.harness.run.signals import STOP
+from posenc.harness.sweep.config import SEEDS_SETTINGS
 from posenc.harness.sweep.launching import LaunchingSweeper
-from posenc.harness.sweep.seeds import SEED, RowState, SeedsSweeper, StrategyError, link_baselines, row_label, value_in
+from posenc.harness.sweep.planner import SEED, Row, SeedsPlanner, StrategyError, link_baselines, row_label, value_in
+from posenc.harness.sweep.seeds import checked_settings
 from posenc.report.rows import parse_baseline
 
 log = logging.getLogger(__name__)
@@ -48,22 +60,6 @@ TRIAL = "trial"
 SPEC_KEYS = {"type", "low", "high", "log", "choices"}
 TYPES = ("float", "int", "categorical")
 RUNNING = TrialState.RUNNING.name  # a trial's state in the strategy's state is Optuna's name for it
-
-
-@dataclass
-class TuneRow:
-    index: int
-    overrides: list      # the row's overrides (its grid values and the fixed ones)
-    label: str           # its swept values, e.g. placement=none: also its study's name
-    trials: list = field(default_factory=list)   # {"number", "dirname", "overrides", "values", "state", ...}
-    best: dict = None    # {"number", "values", "value"} once a trial finished ok
-    seeds: list = field(default_factory=list)    # final seeds launched
-    plan: dict = None    # with seeds_strategy: the last plan of its seeds ({"planned", "stopped", "why"})
-
-    @property
-    def best_overrides(self) -> list:
-        """The overrides of its best trial's values (``optim.args.lr=0.0012``), the row's seeds run with."""
-        return [f"{k}={v}" for k, v in self.best["values"].items()]
 
 
 def space_distributions(space: dict) -> dict:
@@ -117,10 +113,9 @@ def override_text(key: str, value) -> str:
 
 
 class TuneSweeper(LaunchingSweeper):
-    def __init__(self, params=None, search_space=None, trials: int = 8, batch_trials: int = 1,
-                 startup_trials: int = 4, sampler_seed: int = 0, pruner=None, prune_from_epoch: int = 1,
-                 pruner_startup_trials: int = 2, trial_seed: int = 0, seeds: int = 3,
-                 baseline: str = "placement=both", seeds_strategy=None):
+    def __init__(self, params, search_space, trials, batch_trials, startup_trials, sampler_seed, pruner,
+                 prune_from_epoch, pruner_startup_trials, trial_seed, seeds, baseline, seeds_strategy):
+        # No defaults here: Hydra passes every field of the structured config (posenc.harness.sweep.config).
         self.params = dict(params or {})
         self.space = OmegaConf.to_container(search_space) if OmegaConf.is_config(search_space) \
             else dict(search_space or {})
@@ -128,14 +123,14 @@ class TuneSweeper(LaunchingSweeper):
                        "prune_from_epoch": prune_from_epoch, "pruner_startup_trials": pruner_startup_trials,
                        "seeds": seeds}
         self.sampler_seed, self.trial_seed, self.pruner_name, self.baseline = sampler_seed, trial_seed, pruner, baseline
-        # The best values' seeds sized by the seeds strategy's rule instead of a fixed count: its settings.
+        # The best values' seeds sized by the seeds strategy's design instead of a fixed count: its settings.
         self.seeds_strategy = OmegaConf.to_container(seeds_strategy) if OmegaConf.is_config(seeds_strategy) \
             else seeds_strategy
 
     def sweep(self, arguments):
         try:
             return self.run(arguments)
-        except StrategyError as err:  # settings it cannot run (nothing started), or a study another sweeper moved
+        except (StrategyError, StateError) as err:  # settings it cannot run (nothing started), or a moved study
             print(f"posenc-run: error: {err}", file=sys.stderr)
             sys.exit(2)
 
@@ -143,6 +138,9 @@ class TuneSweeper(LaunchingSweeper):
         distributions = self.check_settings()
         rows = self.rows(arguments, distributions)
         self.sweep_dir = Path(self.config.hydra.sweep.dir)
+        self.before = read_state(self.sweep_dir) if self.sweep_dir.exists() else None
+        if self.before is not None and not isinstance(self.before, TuneState):
+            raise StrategyError(f"{self.sweep_dir}: a seeds strategy's sweep; allowed: a new hydra.sweep.dir")
         self.sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, self.sweep_dir / PLAN_FILE)
         self.parser = OverridesParser.create()
@@ -155,9 +153,9 @@ class TuneSweeper(LaunchingSweeper):
             if not batch:
                 break
             log.info(f"tune strategy: batch of {len(batch)} trials (decided in {time.perf_counter() - started:.2f} s): "
-                     + "; ".join(f"{row.label} trial={t['number']}" for row, t in batch))
-            launched.update(t["dirname"] for _, t in batch)
-            returns.append(self.launch([t["overrides"] for _, t in batch]))
+                     + "; ".join(f"{row.row} trial={t.number}" for row, t in batch))
+            launched.update(t.dirname for _, t in batch)
+            returns.append(self.launch([t.overrides for _, t in batch]))
         if not STOP.requested and self.seeds_strategy is not None:
             self.tell_finished(rows)
             returns += self.seeds_by_plan(rows)
@@ -167,7 +165,7 @@ class TuneSweeper(LaunchingSweeper):
             self.write_state(rows)
             if finals:
                 log.info(f"tune strategy: the best values' seeds, {len(finals)} cells: "
-                         + "; ".join(f"{row.label} seed={seed}" for row, seed, _ in finals))
+                         + "; ".join(f"{row.row} seed={seed}" for row, seed, _ in finals))
                 returns.append(self.launch([overrides for _, _, overrides in finals]))
         return returns
 
@@ -185,7 +183,7 @@ class TuneSweeper(LaunchingSweeper):
             raise StrategyError(f"hydra.sweeper.pruner={self.pruner_name!r} is not allowed; allowed: null, "
                                 + ", ".join(studies.PRUNERS))
         if self.seeds_strategy is not None:
-            self.planner().settings()  # its own refusals, named hydra.sweeper.<key> as the seeds strategy names them
+            self.planner_settings()  # its own refusals, named hydra.sweeper.<key> as the seeds strategy names them
         try:
             parse_baseline(str(self.baseline))
         except ValueError as err:
@@ -211,7 +209,8 @@ class TuneSweeper(LaunchingSweeper):
             if key.lstrip("+~") in grid:
                 raise StrategyError(f"hydra.sweeper.search_space.{key}: the grid sets {key.lstrip('+~')} too; "
                                     "allowed: a key the command line and the preset leave alone")
-        rows = [TuneRow(index, list(job), row_label(job, jobs)) for index, job in enumerate(jobs)]
+        rows = [TuneRow(row_label(job, jobs), list(job)) for job in jobs]
+        self.row_index = {row.row: index for index, row in enumerate(rows)}  # seeds each row's sampler
         for key, dist in distributions.items():  # each key exists (or is added with +) in every row's config
             for row in rows:
                 probe = row.overrides + [override_text(key, dist.low if hasattr(dist, "low") else dist.choices[0])]
@@ -219,7 +218,7 @@ class TuneSweeper(LaunchingSweeper):
                     self.hydra_context.config_loader.load_sweep_config(self.config, probe)
                 except Exception as err:  # noqa: BLE001 -- Hydra's own message says what is wrong with the key
                     first = (str(err).strip().splitlines() or [type(err).__name__])[0].rstrip(".")
-                    raise StrategyError(f"hydra.sweeper.search_space.{key}: {first} (row {row.label}); allowed: a "
+                    raise StrategyError(f"hydra.sweeper.search_space.{key}: {first} (row {row.row}); allowed: a "
                                         "key of the cell's config, or +key for a new one (e.g. +model.args.dropout)"
                                         ) from None
         return rows
@@ -228,15 +227,14 @@ class TuneSweeper(LaunchingSweeper):
 
     def study(self, row: TuneRow, number: int = None):
         sampler = None if number is None else studies.sampler(
-            self.sampler_seed, row.index, number, self.counts["startup_trials"])
-        return studies.open_study(self.sweep_dir, row.label, the_sampler=sampler)
+            self.sampler_seed, self.row_index[row.row], number, self.counts["startup_trials"])
+        return studies.open_study(self.sweep_dir, row.study, the_sampler=sampler)
 
-    def trial_cell(self, row: TuneRow, number: int, params: dict) -> dict:
+    def trial_cell(self, row: TuneRow, number: int, params: dict) -> Trial:
         values = [override_text(k, v) for k, v in params.items()]
         overrides = row.overrides + values + [f"{SEED}={self.trial_seed}", f"{TRIAL}={number}"]
         dirname = override_dirname(self.parser.parse_overrides(overrides), self.naming)
-        return {"number": number, "dirname": dirname, "overrides": overrides,
-                "values": dict(v.split("=", 1) for v in values), "state": "", "value": None, "error": ""}
+        return Trial(number, dirname, overrides, dict(v.split("=", 1) for v in values), study=row.study)
 
     def tell_finished(self, rows) -> None:
         """Tell each row's study what its trials' cells recorded (ok: its validation loss; pruned;
@@ -246,7 +244,7 @@ class TuneSweeper(LaunchingSweeper):
             row.trials = []
             for trial in study.get_trials(deepcopy=False):
                 cell = self.trial_cell(row, trial.number, trial.params)
-                record = Record.read(self.sweep_dir / cell["dirname"])
+                record = Record.read(self.sweep_dir / cell.dirname)
                 if trial.state == TrialState.RUNNING and record is not None:
                     if is_ok(record) and record.valid_loss is not None:
                         study.tell(trial.number, record.valid_loss)
@@ -254,23 +252,23 @@ class TuneSweeper(LaunchingSweeper):
                         study.tell(trial.number, state=TrialState.PRUNED)
                     elif is_failed(record):  # a trial that fails (a diverging lr) is spent, not retried
                         study.tell(trial.number, state=TrialState.FAIL)
-                state = study.get_trials(deepcopy=False)[trial.number].state
-                cell.update(state=state.name, value=record.valid_loss if record else None,
-                            error=(record.error if record else ""))
+                cell.state = study.get_trials(deepcopy=False)[trial.number].state.name
+                cell.value = record.valid_loss if record else None
+                cell.error = record.error if record else ""
                 row.trials.append(cell)
             done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
             if done:
                 best = min(done, key=lambda t: (t.value, t.number))
                 row.best = {"number": best.number, "value": best.value,
-                            "values": self.trial_cell(row, best.number, best.params)["values"]}
+                            "values": self.trial_cell(row, best.number, best.params).values}
 
     def next_trials(self, rows, distributions, launched: set) -> list:
-        """``[(row, trial cell), ...]`` to run next: the trials that never finished (a rerun), then
+        """``[(row, trial), ...]`` to run next: the trials that never finished (a rerun), then
         new ones asked of each row's study, up to ``batch_trials`` a row and ``trials`` in all."""
         self.tell_finished(rows)
         batch = []
         for row in rows:
-            running = [t for t in row.trials if t["state"] == RUNNING and t["dirname"] not in launched]
+            running = [t for t in row.trials if t.state == RUNNING and t.dirname not in launched]
             batch += [(row, t) for t in running[:self.counts["batch_trials"]]]
             for _ in range(self.counts["batch_trials"] - len(running)):
                 number = len(row.trials)
@@ -278,52 +276,53 @@ class TuneSweeper(LaunchingSweeper):
                     break
                 trial = self.study(row, number).ask(distributions)
                 if trial.number != number:  # another process asked meanwhile: nothing here is that trial's
-                    raise StrategyError(f"{self.sweep_dir / TUNE_FILE}: row {row.label}'s study has trial "
+                    raise StrategyError(f"{self.sweep_dir / TUNE_FILE}: row {row.row}'s study has trial "
                                         f"{trial.number} where {number} was expected; is another sweeper running?")
                 cell = self.trial_cell(row, number, trial.params)
-                cell["state"] = RUNNING
+                cell.state = RUNNING
                 row.trials.append(cell)
                 batch.append((row, cell))
         return batch
 
-    def planner(self) -> SeedsSweeper:
-        """The seeds strategy that sizes the best values' seeds (``seeds_strategy``'s settings)."""
+    # --- the best values' seeds --------------------------------------------------------------------
+
+    def planner_settings(self):
+        """The seeds strategy's settings that size the best values' seeds (``seeds_strategy``), checked."""
         settings = self.seeds_strategy
-        allowed = set(inspect.signature(SeedsSweeper).parameters) - {"params", "baseline"}
+        allowed = set(SEEDS_SETTINGS) - {"baseline"}
         if not isinstance(settings, dict) or set(settings) - allowed:
             unknown = sorted(set(settings) - allowed) if isinstance(settings, dict) else [repr(settings)]
             raise StrategyError(f"hydra.sweeper.seeds_strategy: {unknown[0]} is not a setting of the seeds strategy; "
                                 f"allowed: null or a dict of {', '.join(sorted(allowed))}")
-        return SeedsSweeper(baseline=self.baseline, **settings)
+        return checked_settings({**settings, "baseline": self.baseline})
 
     def seeds_by_plan(self, rows) -> list:
-        """The best values' seeds, batch by batch, as the seeds strategy plans them: each row's
-        comparison with its baseline row (both at their own best values), planned from its seeds'
-        variance after each batch, until its plan or max_seeds. Returns the launcher's results."""
-        planner = self.planner()
-        settings = planner.settings()
-        base_key, base_value = settings.baseline
-        states, grid = {}, {}
-        for row in rows:
-            if row.best is not None:
-                states[row.index] = RowState(row.overrides + row.best_overrides, row.label,
-                                             baseline=str(value_in(row.overrides, base_key)) == str(base_value))
-                grid[id(states[row.index])] = row.overrides  # the rows' own values, not what each tuned
-        link_baselines(list(states.values()), base_key, grid=lambda state: grid[id(state)])
+        """The best values' seeds, batch by batch, as the seeds strategy's design decides them: each
+        row against its baseline row (both at their own best values), a look after every batch, until
+        it stops. Returns the launcher's results."""
+        settings = self.planner_settings()
+        base_key, base_value = parse_baseline(str(settings.baseline))
+        tuned = [row for row in rows if row.best is not None]
+        states = {row.row: Row(SeedsRow(row.row, row.overrides + row.best_overrides,
+                                        baseline=str(value_in(row.overrides, base_key)) == str(base_value)))
+                  for row in tuned}
+        grid = {id(states[row.row]): row.overrides for row in tuned}  # the rows' own values, not what each tuned
+        link_baselines(list(states.values()), base_key, base_value, grid=lambda state: grid[id(state)])
+        before = None
+        if isinstance(self.before, TuneState) and self.before.settings.get("seeds_strategy"):
+            before = SeedsState(self.before.settings["seeds_strategy"],
+                                [r.plan for r in self.before.rows if r.plan is not None], [])
+        planner = SeedsPlanner(settings, list(states.values()), self.name, before)
         returns = []
         while not STOP.requested:
-            batch = planner.next_batch(list(states.values()), self.sweep_dir, settings, self.naming, self.parser)
-            for state, seed in batch:
-                state.tried.add(seed)
-            for row in rows:
-                state = states.get(row.index)
-                if state is not None:
-                    row.seeds = sorted(set(state.ok_seeds) | state.tried)
-                    row.plan = {"planned": state.planned, "stopped": state.stopped, "why": state.why}
+            batch = planner.next_batch(read_sweep(self.sweep_dir))
+            for row in tuned:
+                state = states[row.row]
+                row.seeds, row.plan = sorted(set(state.state.seeds) | state.tried), state.state
             self.write_state(rows)
             if not batch:
                 break
-            log.info(f"tune strategy: the best values' seeds as planned, batch of {len(batch)}: "
+            log.info(f"tune strategy: the best values' seeds by the seeds strategy, batch of {len(batch)}: "
                      + "; ".join(f"{state.label} seed={seed}" for state, seed in batch))
             returns.append(self.launch([state.overrides + [f"{SEED}={seed}"] for state, seed in batch]))
         return returns
@@ -344,20 +343,16 @@ class TuneSweeper(LaunchingSweeper):
     def final_cell(self, row: TuneRow, seed: int) -> tuple:
         """``(overrides, dirname)`` of the cell that runs a row's best values with ``seed``."""
         overrides = row.overrides + row.best_overrides + [f"{SEED}={seed}"]
-        return overrides, override_dirname(self.parser.parse_overrides(overrides), self.naming)
+        return overrides, self.name(overrides)
+
+    def name(self, overrides) -> str:
+        return override_dirname(self.parser.parse_overrides(overrides), self.naming)
 
     def write_state(self, rows) -> None:
-        cells = [dict(zip(("overrides", "dirname"), self.final_cell(row, seed)))
-                 for row in rows if row.best is not None for seed in row.seeds]
-        write_json_atomic(self.sweep_dir / TUNE_FILE, {
-            "strategy": "tune",
-            "settings": {**self.counts, "sampler_seed": self.sampler_seed, "trial_seed": self.trial_seed,
-                         "pruner": self.pruner_name, "baseline": str(self.baseline),
-                         "seeds_strategy": None if self.seeds_strategy is None else self.planner().state_settings()},
-            "search_space": self.space,
-            "rows": [{"row": r.label, "overrides": r.overrides, "study": r.label, "trials": r.trials,
-                      "best": r.best, "seeds": r.seeds, **({"plan": r.plan} if r.plan else {})} for r in rows],
-            "trials": [{"dirname": t["dirname"], "study": r.label, "number": t["number"]}
-                       for r in rows for t in r.trials],
-            "cells": cells,
-        })
+        cells = [StateCell(*reversed(self.final_cell(row, seed))) for row in rows if row.best is not None
+                 for seed in row.seeds]
+        seeds_strategy = None if self.seeds_strategy is None else self.planner_settings().as_state()
+        write_state(self.sweep_dir, TuneState(
+            {**self.counts, "sampler_seed": self.sampler_seed, "trial_seed": self.trial_seed,
+             "pruner": self.pruner_name, "baseline": str(self.baseline), "seeds_strategy": seeds_strategy},
+            self.space, rows, cells))

@@ -1,0 +1,218 @@
+"""An adaptive sweep's state, typed: one class per strategy (``SeedsState`` for
+``hydra/sweeper=posenc_seeds``, ``TuneState`` for ``hydra/sweeper=posenc_tune``), read by
+``read_state`` and written by ``write_state`` and by nothing else.
+
+The state is the sweep's plan for every reader (the cells launched so far, each row's seeds or
+trials and why it stopped); the sweeper writes it before each batch runs. Readers ask the state
+what they need (``cells``, ``tuned_keys``, ``trial``) instead of testing which strategy wrote it.
+
+A seeds state written before the group sequential rule (its settings have ``min_seeds`` and no
+``spending``) still reads: ``SeedsState.old_rule`` says so, and its rows keep the plan they booked
+(``planned``) and no looks.
+"""
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from posenc.atomic import write_json_atomic
+
+# The seeds strategy's state file, and the tune strategy's; the tune strategy's Optuna studies,
+# one per row, in Optuna's journal file, which several processes share.
+SEEDS_FILE = "seeds_strategy.json"
+TUNE_FILE = "tune_strategy.json"
+STUDY_FILE = "tune_study.journal"
+
+
+class StateError(ValueError):
+    """A state file that no strategy wrote; the message is one line naming the file."""
+
+
+@dataclass
+class StateCell:
+    dirname: str          # the cell's directory under the sweep directory
+    overrides: list       # every override of the cell, seed included
+
+
+@dataclass
+class SeedsRow:
+    row: str                      # its swept values, e.g. placement=none
+    overrides: list = field(default_factory=list)   # every job's overrides, without seed
+    baseline: bool = False        # the row others are compared with
+    seeds: list = field(default_factory=list)       # its seeds that finished ok
+    stopped: str = ""             # "" while it goes on; else why (sequential.py's stop names)
+    why: str = ""                 # the stop in the table's words (``efficacy at 3 seeds``)
+    verdict: str = ""             # frozen at the stop: better, worse, no evidence
+    looks: list = field(default_factory=list)       # each look's fields (sequential.Look as a dict)
+    ci: list = None               # the repeated 95% CI of Δ at the stopping look
+    level: float = None           # the α its family gave it at the stopping look
+    unreachable: str = ""         # why the design cannot reach 80% power at the planned effect ("" if it can)
+    planned: object = None        # the old rule only: the seeds its last plan booked
+
+    @classmethod
+    def of(cls, data: dict) -> "SeedsRow":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class SeedsState:
+    settings: dict                # the strategy's settings as the sweep ran them
+    rows: list                    # SeedsRow, in grid order
+    cells: list                   # StateCell: every cell launched so far
+    strategy: str = "seeds"
+
+    FILE = SEEDS_FILE
+
+    @property
+    def old_rule(self) -> bool:
+        """Written by the rule before the group sequential design (min_seeds, plans from the spread)."""
+        return "spending" not in self.settings
+
+    def tuned_keys(self) -> set:
+        return set()
+
+    def seeds_settings(self) -> dict:
+        """The settings of the seeds strategy that sized its seeds."""
+        return self.settings
+
+    def sequential_rows(self) -> list:
+        """The rows decided by the group sequential design (none for the old rule's state)."""
+        return [] if self.old_rule else self.rows
+
+    def trial(self, dirname: str):
+        return None
+
+    def to_json(self) -> dict:
+        return {"strategy": self.strategy, "settings": self.settings, "rows": [asdict(r) for r in self.rows],
+                "cells": [asdict(c) for c in self.cells]}
+
+    @classmethod
+    def of(cls, data: dict) -> "SeedsState":
+        return cls(dict(data.get("settings") or {}), [SeedsRow.of(r) for r in data.get("rows", [])],
+                   [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]])
+
+
+@dataclass
+class Trial:
+    number: int
+    dirname: str
+    overrides: list
+    values: dict                  # key -> the value it ran with, as its override writes it
+    state: str = ""               # Optuna's name for the trial's state (COMPLETE, PRUNED, FAIL, RUNNING)
+    value: float = None           # its validation loss
+    error: str = ""
+    study: str = ""               # its row's study
+
+    @classmethod
+    def of(cls, data: dict, study: str = "") -> "Trial":
+        known = {f.name for f in fields(cls)}
+        return cls(**{"overrides": [], "values": {}, "study": study,
+                      **{k: v for k, v in data.items() if k in known}})
+
+
+@dataclass
+class TuneRow:
+    row: str                      # its swept values; also its study's name
+    overrides: list
+    trials: list = field(default_factory=list)      # Trial
+    best: dict = None             # {"number", "values", "value"} once a trial finished ok
+    seeds: list = field(default_factory=list)       # the best values' seeds launched
+    plan: SeedsRow = None         # with seeds_strategy: its seeds' sequential state
+
+    @property
+    def study(self) -> str:
+        return self.row
+
+    @property
+    def best_overrides(self) -> list:
+        """The overrides of its best trial's values (``optim.args.lr=0.0012``), the row's seeds run with."""
+        return [f"{k}={v}" for k, v in self.best["values"].items()]
+
+    def to_json(self) -> dict:
+        out = {"row": self.row, "overrides": self.overrides, "study": self.study,
+               "trials": [asdict(t) for t in self.trials], "best": self.best, "seeds": self.seeds}
+        if self.plan is not None:
+            out["plan"] = asdict(self.plan)
+        return out
+
+    @classmethod
+    def of(cls, data: dict) -> "TuneRow":
+        plan = data.get("plan")
+        return cls(data["row"], list(data.get("overrides", [])),
+                   [Trial.of(t, data["row"]) for t in data.get("trials", [])], data.get("best"),
+                   list(data.get("seeds") or []), None if plan is None else SeedsRow.of({"row": data["row"], **plan}))
+
+
+@dataclass
+class TuneState:
+    settings: dict
+    search_space: dict
+    rows: list                    # TuneRow
+    cells: list                   # StateCell: the best values' seeds
+    strategy: str = "tune"
+
+    FILE = TUNE_FILE
+
+    def seeds_settings(self):
+        """The seeds strategy's settings that sized the best values' seeds, or None (a fixed count)."""
+        return self.settings.get("seeds_strategy")
+
+    def sequential_rows(self) -> list:
+        """The best values' rows as the seeds strategy's group sequential design decided them."""
+        seeds = self.seeds_settings() or {}
+        return [r.plan for r in self.rows if r.plan is not None] if "spending" in seeds else []
+
+    def tuned_keys(self) -> set:
+        """The keys each row chose (its search space): values of a row, not rows."""
+        return {key.lstrip("+~") for key in self.search_space or {}}
+
+    def trial(self, dirname: str):
+        """The trial whose cell is ``dirname``, or None."""
+        return next((t for r in self.rows for t in r.trials if t.dirname == dirname), None)
+
+    def to_json(self) -> dict:
+        return {"strategy": self.strategy, "settings": self.settings, "search_space": self.search_space,
+                "rows": [r.to_json() for r in self.rows],
+                "trials": [{"dirname": t.dirname, "study": r.study, "number": t.number} for r in self.rows
+                           for t in r.trials],
+                "cells": [asdict(c) for c in self.cells]}
+
+    @classmethod
+    def of(cls, data: dict) -> "TuneState":
+        rows = [TuneRow.of(r) for r in data.get("rows", [])]
+        listed = {t.dirname for r in rows for t in r.trials}
+        for entry in data.get("trials", []):  # a state that names trials only in its list (a trial's pruning reads it)
+            if entry["dirname"] not in listed:
+                row = next((r for r in rows if r.study == entry.get("study")), None)
+                if row is None:
+                    row = TuneRow(entry.get("study", ""), [])
+                    rows.append(row)
+                row.trials.append(Trial.of(entry, entry.get("study", "")))
+        return cls(dict(data.get("settings") or {}), dict(data.get("search_space") or {}), rows,
+                   [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]])
+
+
+STATES = {SeedsState.FILE: SeedsState, TuneState.FILE: TuneState}
+
+
+def read_state(sweep_dir: Path):
+    """An adaptive sweep's state (``SeedsState`` or ``TuneState``), or None for a sweep of a fixed
+    grid; ``StateError`` naming the file where it is not a state."""
+    for name, kind in STATES.items():
+        path = Path(sweep_dir) / name
+        if not path.exists():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+                raise TypeError("no list of cells")
+            return kind.of(data)
+        except (ValueError, TypeError, KeyError) as err:
+            raise StateError(f"{path}: not an adaptive sweep's state ({err})") from None
+    return None
+
+
+def write_state(sweep_dir: Path, state) -> None:
+    """The state as it stands, atomically: readers never see half of it."""
+    write_json_atomic(Path(sweep_dir) / state.FILE, state.to_json())

@@ -1,0 +1,76 @@
+"""The adaptive sweepers' settings and their defaults, in one place: the structured configs that
+``hydra_plugins/posenc_sweeper`` stores in Hydra's ConfigStore (``hydra/sweeper/posenc_seeds_schema``
+and ``posenc_tune_schema``), as hydra-optuna-sweeper keeps its own. The YAML presets
+(conf/hydra/sweeper/posenc_seeds.yaml, posenc_tune.yaml) only select these and say what each
+setting means. No Hydra here: the planner reads the defaults too.
+
+The seeds strategy's design settings (alpha, pilot_seeds, max_seeds, spending, gamma, futility,
+futility_from) are ``posenc.stats.sequential.Design``'s fields with Design's own defaults; the
+strategy adds the planned effect, the test size it plans for, the baseline and the batch size.
+Every field is typed ``Any``: the strategy checks each value itself and refuses a bad one in one
+line naming it (OmegaConf's own type errors are tracebacks).
+"""
+
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
+from typing import Any
+
+from posenc.report.rows import Settings
+from posenc.stats.power import DEFAULT_EFFECT
+from posenc.stats.sequential import Design
+
+BASELINE = "=".join(Settings().baseline)   # the row every other row is compared with: posenc-table's default
+SEEDS_TARGET = "hydra_plugins.posenc_sweeper.seeds.SeedsSweeper"
+TUNE_TARGET = "hydra_plugins.posenc_sweeper.tune.TuneSweeper"
+
+
+@dataclass
+class SeedsPlanConf:
+    """What the seeds strategy adds to the design."""
+    effect: Any = DEFAULT_EFFECT   # the |Δ| in BLEU each row is planned to find (futility's conditional power)
+    test_size: Any = None          # plan for this many test sentences (None: the sweep's own test set)
+    baseline: Any = BASELINE
+    batch_seeds: Any = 2           # seeds a going row gets between two looks (launch capacity, never Δ)
+
+
+def _design_fields() -> list:
+    out = []
+    for f in fields(Design):
+        default = f.default if f.default is not MISSING else f.default_factory()
+        out.append((f.name, Any, field(default=default)))
+    return out
+
+
+# The seeds strategy's settings: Design's fields (with Design's defaults) and SeedsPlanConf's.
+SeedsStrategyConf = make_dataclass("SeedsStrategyConf", _design_fields(), bases=(SeedsPlanConf,))
+SeedsSweeperConf = make_dataclass("SeedsSweeperConf", [
+    ("_target_", str, field(default=SEEDS_TARGET)),
+    ("params", Any, field(default=None)),    # the grid of rows (a preset's seed list is replaced)
+], bases=(SeedsStrategyConf,))
+SEEDS_SETTINGS = tuple(f.name for f in fields(SeedsStrategyConf))
+DESIGN_SETTINGS = tuple(f.name for f in fields(Design))
+
+
+@dataclass
+class TuneSweeperConf:
+    _target_: str = TUNE_TARGET
+    params: Any = None                # the grid of rows
+    search_space: Any = None          # key -> {low, high, type, log} or {choices: [...]}
+    trials: Any = 8                   # trials per row
+    batch_trials: Any = 1             # trials per row launched together
+    startup_trials: Any = 4           # random trials before TPE models the finished ones
+    sampler_seed: Any = 0
+    pruner: Any = None                # null | median | asha
+    prune_from_epoch: Any = 1
+    pruner_startup_trials: Any = 2
+    trial_seed: Any = 0
+    seeds: Any = 3                    # seeds each row's best values run (without seeds_strategy)
+    seeds_strategy: Any = None        # or the seeds strategy's settings (SEEDS_SETTINGS but baseline)
+    baseline: Any = BASELINE
+
+
+def seeds_settings(given: dict) -> dict:
+    """The seeds strategy's settings: ``given`` over the defaults (unknown keys left to the caller)."""
+    defaults = {f.name: (f.default if f.default is not MISSING else f.default_factory())
+                for f in fields(SeedsStrategyConf)}
+    return {**defaults, **{k: v for k, v in given.items() if k in defaults}}
+

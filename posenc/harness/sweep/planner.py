@@ -1,0 +1,324 @@
+"""The seeds strategy's planner, with no Hydra in it: given the grid's rows, the sweep as it stands
+(``posenc.cells.sweep.read_sweep``) and the state so far, it takes each row's look, decides by the
+group sequential design (``posenc.stats.sequential``) and says which cells to launch next. The
+Hydra sweeper (``posenc.harness.sweep.seeds``) only turns its answer into launches.
+
+Each look is the verdict's own test of a row against its baseline (the report's ``SeedTest``: Δ,
+se, df, p over the paired seeds), taken once at each number of paired seeds the row reaches: after
+the pilot and after every batch. Its fields go into the state, so a rerun never takes a look
+again, and takes the same decisions: the thresholds a(n) are fixed by the design before the pilot
+(a rerun with other design settings is refused), a stopped row's verdict is frozen, and only
+decisions of rows still open can change (graphical Holm passes a rejected row's α on).
+
+Batch sizes come from ``batch_seeds``, never from Δ; the planned effect enters only the futility
+rule's conditional power, never a rejection. A baseline runs the seeds of every row still open
+against it.
+"""
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+from posenc.cells.record import is_ok
+from posenc.cells.rows import baseline_of, row_name, varying
+from posenc.cells.strategy import SeedsRow, SeedsState, StateCell
+from posenc.harness.sweep.config import DESIGN_SETTINGS, SEEDS_SETTINGS, seeds_settings
+from posenc.report.rows import Settings, baselines, parse_baseline
+from posenc.report.table import reports_of
+from posenc.stats import sequential
+from posenc.stats.seeds import CELLS_FAILED, UNTESTABLE
+
+SEED = "seed"
+BASELINE_STOP = "baseline"
+DESIGN_STOPS = (sequential.EFFICACY, sequential.FUTILITY, sequential.MAX)  # frozen; the sweeper's own stops too
+
+
+class StrategyError(ValueError):
+    """Settings or a command the strategy cannot run; one line."""
+
+
+@dataclass(frozen=True)
+class SeedsSettings:
+    """The strategy's settings: the design (its thresholds fixed before the pilot) and what the
+    strategy adds (SeedsPlanConf)."""
+    design: sequential.Design
+    effect: float
+    test_size: object
+    baseline: str
+    batch_seeds: int
+
+    @classmethod
+    def of(cls, given: dict) -> "SeedsSettings":
+        s = seeds_settings(given)
+        return cls(sequential.Design(**{k: s[k] for k in DESIGN_SETTINGS}), s["effect"], s["test_size"],
+                   s["baseline"], s["batch_seeds"])
+
+    def problem(self) -> str:
+        """What is wrong, in one line naming the value and what is allowed, or ""."""
+        for name in ("pilot_seeds", "max_seeds"):  # before the design's own checks, which compare them
+            value = getattr(self.design, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                return f"{name}={value!r} is not allowed; allowed: a whole number >= 2"
+        problem = self.design.problem()
+        if problem:
+            return problem
+        if isinstance(self.batch_seeds, bool) or not isinstance(self.batch_seeds, int) or self.batch_seeds < 1:
+            return f"batch_seeds={self.batch_seeds!r} is not allowed; allowed: a whole number >= 1"
+        try:
+            effect = float(self.effect)
+        except (TypeError, ValueError):
+            effect = -1.0
+        if not effect > 0 or isinstance(self.effect, bool):
+            return f"effect={self.effect!r} is not allowed; allowed: a BLEU difference > 0"
+        if self.test_size is not None and (isinstance(self.test_size, bool) or not isinstance(self.test_size, int)
+                                           or self.test_size < 1):
+            return (f"test_size={self.test_size!r} is not allowed; "
+                    "allowed: null (the sweep's own test set) or a number of sentences >= 1")
+        try:
+            parse_baseline(str(self.baseline))
+        except ValueError as err:
+            return f"baseline: {err}"
+        return ""
+
+    def as_state(self) -> dict:
+        """The settings as the state keeps them (flat, as they are set)."""
+        return {**{k: getattr(self.design, k) for k in DESIGN_SETTINGS}, "effect": float(self.effect),
+                "test_size": self.test_size, "baseline": str(self.baseline), "batch_seeds": self.batch_seeds}
+
+
+def report_settings(settings: dict) -> Settings:
+    """The report's settings for a seeds strategy's settings (as its state keeps them): the table,
+    its power section and every look use the strategy's baseline, effect and test size."""
+    return Settings(baseline=parse_baseline(settings["baseline"]), power=True, effect=float(settings["effect"]),
+                    test_size=settings.get("test_size"))
+
+
+@dataclass
+class Row:
+    state: SeedsRow
+    base: "Row" = None                          # its baseline row (None for a baseline)
+    tried: set = field(default_factory=set)     # seeds launched by this run
+    dirnames: dict = field(default_factory=dict)  # seed -> its cell's directory
+
+    @property
+    def label(self) -> str:
+        return self.state.row
+
+    @property
+    def overrides(self) -> list:
+        return self.state.overrides
+
+    @property
+    def baseline(self) -> bool:
+        return self.state.baseline
+
+
+class SeedsPlanner:
+    """``next_batch(sweep)`` after every batch; ``state()`` for the state file.
+    ``name(overrides) -> dirname`` names a cell as the launcher will (Hydra's override_dirname)."""
+
+    def __init__(self, settings: SeedsSettings, rows: list, name, before: SeedsState = None):
+        self.settings, self.rows, self.name = settings, rows, name
+        self.report_settings = report_settings(settings.as_state())
+        if before is not None:
+            self.resume(before)
+
+    # --- the rows --------------------------------------------------------------------------------
+
+    @classmethod
+    def for_grid(cls, settings: SeedsSettings, jobs: list, name, before: SeedsState = None) -> "SeedsPlanner":
+        """The grid's rows (each job's overrides without seed), each with its baseline row."""
+        base_key, base_value = parse_baseline(str(settings.baseline))
+        rows = []
+        for job in jobs:
+            values = dict(line.split("=", 1) for line in job)
+            rows.append(Row(SeedsRow(row_label(job, jobs), list(job),
+                                     baseline=str(values.get(base_key, "")) == str(base_value))))
+        link_baselines(rows, base_key, base_value)
+        if not any(r.base is not None for r in rows):
+            raise StrategyError(f"hydra.sweeper.baseline={base_key}={base_value}: no row of the sweep is compared "
+                                f"with a {base_key}={base_value} row; allowed: a grid with a baseline row and rows "
+                                f"that differ from it in {base_key} (e.g. placement=both,none)")
+        return cls(settings, rows, name, before)
+
+    def resume(self, before: SeedsState) -> None:
+        """Take the looks and decisions of an earlier run of this sweep; refuse a changed design."""
+        if before.old_rule:
+            raise StrategyError("this sweep directory was started by the seeds strategy's old rule (min_seeds, "
+                                "plans from the seeds' spread); allowed: a new hydra.sweep.dir for the group "
+                                "sequential design")
+        for key in DESIGN_SETTINGS:
+            was, now = before.settings.get(key), getattr(self.settings.design, key)
+            if was != now:
+                raise StrategyError(f"hydra.sweeper.{key}={now!r} differs from {was!r}, with which this sweep started "
+                                    f"(its thresholds depend on it); allowed: {key}={was!r}, or a new hydra.sweep.dir")
+        kept = {(r.row, tuple(r.overrides)): r for r in before.rows}
+        for row in self.rows:
+            old = kept.get((row.label, tuple(row.overrides)))
+            if old is not None:
+                row.state = replace(old, baseline=row.baseline)
+
+    # --- one step ------------------------------------------------------------------------------------
+
+    @property
+    def seed_limit(self) -> int:
+        """The highest seed number a row may reach, failed cells included: no endless retrying."""
+        return 2 * self.settings.design.max_seeds + self.settings.design.pilot_seeds
+
+    def dirname(self, row: Row, seed: int) -> str:
+        if seed not in row.dirnames:
+            row.dirnames[seed] = self.name(row.overrides + [f"{SEED}={seed}"])
+        return row.dirnames[seed]
+
+    def next_batch(self, sweep) -> list:
+        """``[(row, seed), ...]`` to run next, from the sweep as read; [] when every row stopped."""
+        ok = {c.name for c in sweep.cells if is_ok(c.record)}
+        for row in self.rows:
+            row.state.seeds = [s for s in range(1, self.seed_limit + 1) if self.dirname(row, s) in ok]
+        tests = self.tests(sweep)
+        self.look(tests)
+        return self.wanted()
+
+    def tests(self, sweep) -> dict:
+        """``{id(row): SeedTest or why not}`` from the report of the sweep as it stands, for the
+        compared rows that have cells."""
+        if not sweep.cells:
+            return {}
+        settings = replace(self.report_settings, power=False, sentence_test=False)  # a look needs neither
+        (report,) = reports_of([sweep], settings)
+        by_dir = {name: row for row in self.rows for name in row.dirnames.values()}
+        bases = baselines(report.rows, settings.baseline)
+        out = {}
+        for report_row in report.rows:
+            mine = {id(by_dir[c.name]) for c in report_row.cells if c.name in by_dir}
+            if len(mine) != 1 or bases[id(report_row)] in (None, report_row):
+                continue
+            test = report_row.tests.get(("bleu", "test"))
+            out[mine.pop()] = test if test is not None else \
+                (report_row.values.get("p_note") or str(report_row.values.get("verdict_bleu") or "no comparison"))
+        return out
+
+    def look(self, tests: dict) -> None:
+        """A look for every open row with more paired seeds than at its last look (the pilot at
+        least), then the design's decisions for each family of rows sharing a baseline."""
+        design, effect = self.settings.design, float(self.settings.effect)
+        for row in self.compared():
+            if row.state.stopped:
+                continue
+            paired = self.paired(row)
+            last = row.state.looks[-1]["n"] if row.state.looks else 0
+            test = tests.get(id(row))
+            if len(paired) < design.pilot_seeds or len(paired) <= last:
+                continue
+            if not hasattr(test, "delta"):
+                row.state.stopped, row.state.why = UNTESTABLE, test or "no comparison with its baseline"
+                continue
+            row.state.looks.append(asdict(sequential.Look.of(test)))
+            if len(row.state.looks) == 1:
+                row.state.unreachable = unreachable(test, design, effect)
+        for family in self.families():
+            if all(r.state.stopped for r in family):  # every decision taken: nothing left to decide
+                continue
+            looks = {r.label: r.state.looks for r in family}  # a row without a look yet still counts in m
+            frozen = {r.label: decision_of(r.state) for r in family if r.state.stopped in DESIGN_STOPS}
+            decisions = sequential.decide(design, effect, looks, frozen)
+            for r in family:
+                d = decisions.get(r.label)
+                if d is None or r.label in frozen or not r.state.looks or r.state.stopped:
+                    continue
+                if d.look.n == r.state.looks[-1]["n"]:  # the look as judged: its threshold and conditional power
+                    r.state.looks[-1] = asdict(d.look)
+                r.state.stopped, r.state.why, r.state.verdict = d.stopped, d.why, d.verdict
+                r.state.ci, r.state.level = (list(d.ci), d.level) if d.stopped else (None, None)
+
+    def wanted(self) -> list:
+        """The cells the open rows need for their next look, their baselines' included."""
+        design, limit = self.settings.design, self.seed_limit
+        wanted = {id(row): set() for row in self.rows}
+        for row in self.compared():
+            if row.state.stopped:
+                continue
+            paired = self.paired(row)
+            have = len(paired)
+            target = design.pilot_seeds if have < design.pilot_seeds else \
+                min(have + self.settings.batch_seeds, design.max_seeds)
+            seeds = [s for s in range(1, limit + 1) if s in paired or s not in row.tried][:target]
+            if len(seeds) < target:
+                row.state.stopped, row.state.why = CELLS_FAILED, f"its cells failed: {have} paired seeds of {target}"
+                continue
+            wanted[id(row)].update(s for s in seeds if s not in row.state.seeds)
+            wanted[id(row.base)].update(s for s in seeds if s not in row.base.state.seeds)
+        for base in (r for r in self.rows if r.baseline):
+            users = [r for r in self.rows if r.base is base]
+            base.state.stopped = "" if any(not r.state.stopped for r in users) else BASELINE_STOP
+            base.state.why = "runs while any of its rows runs"
+        batch = [(row, seed) for row in self.rows for seed in sorted(wanted[id(row)]) if seed not in row.tried]
+        for row, seed in batch:
+            row.tried.add(seed)
+        return batch
+
+    # --- helpers ---------------------------------------------------------------------------------------
+
+    def compared(self) -> list:
+        return [r for r in self.rows if r.base is not None]
+
+    def families(self) -> list:
+        out = {}
+        for row in self.compared():
+            out.setdefault(id(row.base), []).append(row)
+        return list(out.values())
+
+    @staticmethod
+    def paired(row: Row) -> list:
+        return [s for s in row.state.seeds if s in row.base.state.seeds]
+
+    def state(self) -> SeedsState:
+        """The plan as it stands: every cell a row has finished or this run launched, each row's looks and stop."""
+        cells = [StateCell(self.dirname(row, s), row.overrides + [f"{SEED}={s}"])
+                 for row in self.rows for s in sorted(set(row.state.seeds) | row.tried)]
+        return SeedsState(self.settings.as_state(), [row.state for row in self.rows], cells)
+
+
+def decision_of(row: SeedsRow):
+    """A stopped row's frozen decision, as the design returned it."""
+    return sequential.Decision(row.stopped, row.why, row.verdict, sequential.Look.coerce(row.looks[-1]),
+                               tuple(row.ci) if row.ci else (math.nan, math.nan),
+                               math.nan if row.level is None else row.level)
+
+
+def unreachable(test, design, effect: float) -> str:
+    """Where the design cannot reach its power at ``effect`` on this test set, as the pilot estimates
+    the variance (the final look alone at max_seeds falls short: the test set's own sampling caps
+    it), the warning the table and the summary give before more seeds are spent; else ""."""
+    look = sequential.Look.of(test)
+    if sequential.reachable(design, effect, look.spread, look.shared, look.sentences):
+        return ""
+    best = sequential.sequential_power(design, effect, look.spread, look.shared, look.sentences)
+    return (f"cannot reach {sequential.POWER:.0%} power at |Δ| = {effect:g}: at most {best:.2f} with "
+            f"max_seeds = {design.max_seeds} on this test set, as the pilot estimates its variance")
+
+
+def grid_values(job) -> dict:
+    """A job's ``key=value`` lines as a dict (``+``/``~`` dropped from the keys)."""
+    return {k.lstrip("+~"): v for k, v in (line.split("=", 1) for line in job)}
+
+
+def row_label(job, jobs) -> str:
+    """A row's name: the values of the keys the grid's ``jobs`` vary, e.g. ``placement=none``."""
+    return row_name(grid_values(job), varying([grid_values(j) for j in jobs]))
+
+
+def link_baselines(rows, base_key: str, base_value, grid=None) -> None:
+    """Set each compared row's ``base``: its baseline row (``posenc.cells.rows.baseline_of``, as the
+    report finds it). ``grid(row)``: the overrides that make a row (default: all of its overrides)."""
+    values = [grid_values(grid(row) if grid else row.overrides) for row in rows]
+    bases = baseline_of(values, base_key.lstrip("+~"), base_value)
+    for row, index in zip(rows, bases):
+        row.base = None if row.baseline or index is None else rows[index]
+
+
+def value_in(job, key):
+    """The value a job's ``key=value`` lines give ``key`` (None without one)."""
+    return next((line.split("=", 1)[1] for line in job if line.split("=", 1)[0] == key), None)
+
+
+__all__ = ["SEEDS_SETTINGS", "SeedsPlanner", "SeedsSettings", "StrategyError", "report_settings"]

@@ -1,0 +1,387 @@
+"""The group sequential seeds design (issue 30): every row of a family sharing a baseline runs a
+pilot, then a look after every batch; it stops for efficacy when its p crosses a threshold fixed
+before the pilot, for futility when the planned effect can no longer be found, or at max_seeds.
+
+Call contract (pure: numpy and scipy only; the sweeper and the report build on it):
+
+- ``Design(alpha, pilot_seeds, max_seeds, spending, gamma, futility, futility_from)``: the one home
+  of the defaults. ``Design.problem()`` is one line naming a bad value and what is allowed, or "";
+  every other call assumes it is "".
+- ``Design.thresholds(alpha=None) -> {n: a(n)}``: the two-sided nominal p threshold for every n in
+  pilot_seeds..max_seeds at level ``alpha`` (default the design's; the sweeper asks for α/m and the
+  levels graphical Holm passes on). Cached per (spending, γ, pilot, N, alpha).
+- ``Look``: one look at a row (n, Δ, se, df, p; the variance components that project se to N;
+  threshold and conditional power once ``decide`` has judged it). ``Look.of(seed_test)`` takes a
+  ``verdict.SeedTest``; its p is the verdict's (``verdict.p_values``), so a mend of that test flows
+  into this design.
+- ``conditional_power(look, design, effect, alpha=None)`` and ``could_find(...)``: the chance that
+  the row's N seeds reject if the truth is ``effect``, and the |Δ| its N seeds could still find.
+- ``decide(design, effect, rows, frozen=None) -> {name: Decision}``: rows is {name: [looks so far]}
+  for the m rows sharing one baseline; frozen holds the Decisions taken at earlier calls (a stopped
+  row's verdict never changes). Returns a Decision for every row: ``stopped`` "" (go on),
+  EFFICACY, FUTILITY or MAX; ``why`` as the table says it; ``verdict`` (""
+  while going on); ``look`` (for efficacy the latest look that crosses, an earlier one where a
+  retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
+  interval at that look, at the row's level); ``level`` (α / rows not rejected when it stopped).
+  Decisions and Looks are JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
+- ``sequential_power(design, effect, spread, shared)`` and ``reachable(...)``: what N seeds can give,
+  and whether that reaches 80% (a test set whose own sampling dominates caps it; the sweeper
+  says so before spending seeds).
+
+Thresholds. Error spending (Lan & DeMets 1983) on information time n/N: the α spent by look n is
+f(n/N); a(n) is set so that, under the null, the chance of a first crossing at n is
+f(n/N) - f((n-1)/N). The looks' t statistics share one running variance estimate, so their joint
+law is not the normal one of the classic tables; it is free of σ, and is simulated exactly: the
+sum and the sum of squares of the seeds' differences grow by independent normal and chi-square
+blocks (``_crossings``). The first look's threshold is exact (the plain t). At a later look the
+Monte Carlo error of the α spent there has relative sd 1/sqrt(PATHS·Δα) (about 1.5% for the
+default design's second look, 3% at α/5); tests/test_sequential.py bounds it by a second seed.
+The table assumes a look at every n, so a sweep that looks less often (batches of 2) spends less
+than α: conservative. Futility is non-binding: it never changes the thresholds.
+
+Conditional power (Lan & Wittes 1988; Jennison & Turnbull 2000, ch. 10): with information
+I_n = 1/se_n² and se_N² = spread/N + shared (the row's seeds' spread and the test set's shared
+part, projected to N seeds), the scores Δ·I have independent increments even with the shared part
+(Cov(Δ_n, Δ_N) = shared + spread/N = Var(Δ_N)), so Δ_N given Δ_n is normal with mean
+(Δ_n I_n + θ(I_N - I_n))/I_N and variance (I_N - I_n)/I_N². θ = ±effect in the direction of Δ_n.
+
+Several rows: the graphical Holm procedure for group sequential designs (Maurer & Bretz 2013; Ye et
+al. 2013). Every row starts at α/m; a rejected row's weight passes equally to the rows not
+rejected, which are retested at every look they have had, at the higher level's thresholds.
+With Holm's transitions a row's level is α / (rows not rejected). A row stopped for futility or at
+max_seeds keeps its share unused (its verdict is frozen; not retesting it is conservative).
+The planned effect only decides futility, never a rejection.
+"""
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+from functools import cache
+
+import numpy as np
+
+from posenc.stats.verdict import BETTER, NO_EVIDENCE, WORSE, degrees_of_freedom
+
+EFFICACY, FUTILITY, MAX = "efficacy", "futility", "max_seeds"    # Decision.stopped ("" while going on)
+SPENDING = ("hsd", "obf", "pocock")
+GAMMA_RANGE = (-10.0, 10.0)   # HSD's γ: -4 is OBF-like, 1 Pocock-like; beyond ±10 the spending is a step
+MAX_LOOKS = 100               # max_seeds cap: the Monte Carlo's cost grows with the looks
+PATHS, PATHS_SEED = 2_000_000, 20261202   # the thresholds' Monte Carlo: paths and its fixed seed
+POWER = 0.8                   # the power "could still have found" and ``reachable`` speak of
+
+
+@dataclass(frozen=True)
+class Design:
+    alpha: float = 0.05
+    pilot_seeds: int = 3
+    max_seeds: int = 10
+    spending: str = "hsd"      # "hsd" (Hwang-Shih-DeCani), "obf" / "pocock" (Lan-DeMets)
+    gamma: float = -3.0        # HSD's γ
+    futility: float = 0.10     # stop for futility when the conditional power at the effect falls below this
+    futility_from: int = 5     # the first n at which futility may stop a row
+
+    def problem(self) -> str:
+        """What is wrong with these values, in one line naming the value and what is allowed, or ""."""
+        for name in ("pilot_seeds", "max_seeds", "futility_from"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                return f"{name}={value!r} is not allowed; allowed: a whole number"
+        for name in ("alpha", "gamma", "futility"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                return f"{name}={value!r} is not allowed; allowed: a finite number"
+        if self.spending not in SPENDING:
+            return f"spending={self.spending!r} is not allowed; allowed: {', '.join(SPENDING)}"
+        if not 0 < self.alpha < 1:
+            return f"alpha={self.alpha!r} is not allowed; allowed: 0 < alpha < 1"
+        if not GAMMA_RANGE[0] <= self.gamma <= GAMMA_RANGE[1]:
+            return (f"gamma={self.gamma!r} is not allowed; allowed: {GAMMA_RANGE[0]:g} to {GAMMA_RANGE[1]:g} "
+                    f"(Hwang-Shih-DeCani; -4 is O'Brien-Fleming-like, 1 Pocock-like)")
+        if not 0 < self.futility < 1:
+            return f"futility={self.futility!r} is not allowed; allowed: 0 < futility < 1 (a conditional power)"
+        if self.pilot_seeds < 2:
+            return f"pilot_seeds={self.pilot_seeds} is not allowed; allowed: 2 or more (a test needs the seeds' spread)"
+        if self.max_seeds < self.pilot_seeds:
+            return (f"max_seeds={self.max_seeds} is less than pilot_seeds={self.pilot_seeds}; "
+                    f"allowed: max_seeds >= pilot_seeds")
+        if self.max_seeds > MAX_LOOKS:
+            return f"max_seeds={self.max_seeds} is not allowed; allowed: at most {MAX_LOOKS}"
+        if self.futility_from < 2:
+            return f"futility_from={self.futility_from} is not allowed; allowed: 2 or more"
+        return ""
+
+    def spent(self, alpha: float = None) -> dict:
+        """{n: the α spent by look n} (cumulative), pilot_seeds..max_seeds."""
+        alpha = self.alpha if alpha is None else float(alpha)
+        n = np.arange(self.pilot_seeds, self.max_seeds + 1)
+        return dict(zip(n.tolist(), spending(self.spending, n / self.max_seeds, alpha, self.gamma).tolist()))
+
+    def thresholds(self, alpha: float = None) -> dict:
+        """{n: a(n)}: reject at look n when the two-sided p <= a(n), at level ``alpha`` (default the
+        design's). Cached; the first call for a level costs about half a second."""
+        alpha = self.alpha if alpha is None else float(alpha)
+        table = _thresholds(self.spending, float(self.gamma), self.pilot_seeds, self.max_seeds, alpha)
+        return dict(zip(range(self.pilot_seeds, self.max_seeds + 1), table))
+
+
+def spending(kind: str, time, alpha: float, gamma: float = -3.0) -> np.ndarray:
+    """The two-sided α spent by information time ``time`` (0..1), α/2 on each side: Hwang-Shih-DeCani
+    (γ; γ = 0 is linear), or Lan-DeMets' O'Brien-Fleming-like 2 - 2Φ(z_{1-α/4}/√t) per side (as
+    the published tables, ldbounds and gsDesign spend it) and Pocock-like α ln(1 + (e - 1) t)."""
+    from scipy import special
+
+    t = np.clip(np.asarray(time, dtype=float), 0.0, 1.0)
+    if kind == "hsd":
+        return alpha * t if gamma == 0 else alpha * np.expm1(-gamma * t) / np.expm1(-gamma)
+    if kind == "obf":
+        with np.errstate(divide="ignore"):
+            return 4 * special.ndtr(-special.ndtri(1 - alpha / 4) / np.sqrt(t))
+    if kind == "pocock":
+        return alpha * np.log1p((math.e - 1) * t)
+    raise ValueError(f"spending={kind!r}; allowed: {', '.join(SPENDING)}")
+
+
+@cache
+def _thresholds(kind: str, gamma: float, pilot: int, most: int, alpha: float) -> tuple:
+    looks = tuple(range(pilot, most + 1))
+    return _crossings(looks, tuple(spending(kind, np.array(looks) / most, alpha, gamma).tolist()))
+
+
+def _crossings(looks: tuple, spent: tuple, paths: int = PATHS, seed: int = PATHS_SEED) -> tuple:
+    """Nominal two-sided p thresholds of the t-test at cumulative seed counts ``looks`` whose
+    first crossings under the null spend ``spent`` (cumulative). The first is the plain t's; the
+    rest by simulating ``paths`` sequences of normal differences (σ = 1: the t's law is free of σ),
+    block by block: a block of m seeds adds a normal sum B (variance m) and a chi-square(m - 1) sum
+    of squares about its mean, and the pooled sum of squares grows by n·m/(n+m)·(B/m - S/n)²."""
+    from scipy import special
+
+    rng = np.random.default_rng(seed)
+    n = looks[0]
+    total = rng.standard_normal(paths) * math.sqrt(n)
+    squares = rng.chisquare(n - 1, paths)
+    alive = np.ones(paths, dtype=bool)
+    out, before = [], 0.0
+    for k, look in enumerate(looks):
+        if k:
+            m = look - n
+            block = rng.standard_normal(paths) * math.sqrt(m)
+            squares += (rng.chisquare(m - 1, paths) if m > 1 else 0.0) + n * m / (n + m) * (block / m - total / n) ** 2
+            total += block
+            n = look
+        t = np.abs(total) / math.sqrt(n) / np.sqrt(squares / (n - 1))
+        hits = round((spent[k] - before) * paths)
+        before = spent[k]
+        if k == 0:
+            p = spent[0]
+            critical = special.stdtrit(n - 1, 1 - p / 2)
+        else:
+            left = t[alive]
+            if hits <= 0:
+                critical, p = math.inf, 0.0
+            else:
+                critical = float(np.partition(left, len(left) - hits)[len(left) - hits])
+                p = float(2 * special.stdtr(n - 1, -critical))
+        alive &= t < critical
+        out.append(float(p))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at a row: its paired seeds, Δ, se, df and p (the verdict's), the components that
+    project se to other seed counts (spread: the variance of d_s over seeds, s_d²; shared: the test
+    set's part; se² = spread/n + shared), and what ``decide`` made of it at the row's level."""
+    n: int
+    delta: float
+    se: float
+    df: float
+    p: float
+    spread: float = math.nan
+    shared: float = math.nan
+    sentences: int = 0
+    threshold: float = math.nan
+    cond_power: float = math.nan
+    level: float = math.nan
+
+    @classmethod
+    def of(cls, test) -> "Look":
+        """From a ``verdict.SeedTest`` (two or more seeds)."""
+        return cls(int(test.n), float(test.delta), float(test.se), float(test.df), float(test.p),
+                   float(test.sd_diff) ** 2, float(test.shared_var), int(test.sentences))
+
+    @classmethod
+    def coerce(cls, value) -> "Look":
+        """A Look from a Look, a dict (its ``asdict``) or any object with n, delta, se, df, p."""
+        if isinstance(value, cls):
+            return value
+        names = [f.name for f in fields(cls)]
+        if isinstance(value, dict):
+            return cls(**{k: value[k] for k in names if k in value})
+        return cls(**{k: getattr(value, k) for k in names if hasattr(value, k)})
+
+    def components(self) -> tuple:
+        """(spread, shared); without them all of se² is taken as the seeds' part, which projects
+        the smallest se to N (the largest conditional power: futility errs towards going on)."""
+        if math.isnan(self.spread) or math.isnan(self.shared):
+            return self.n * self.se ** 2, 0.0
+        return self.spread, self.shared
+
+
+def projected_se(look: Look, seeds: int) -> float:
+    spread, shared = Look.coerce(look).components()
+    return math.sqrt(spread / seeds + shared)
+
+
+def _final(look: Look, design: Design, alpha: float):
+    """(se at N, the critical |t| of the final look): the t at df projected to N seeds."""
+    from scipy import special
+
+    spread, shared = look.components()
+    most = design.max_seeds
+    se_n = math.sqrt(spread / most + shared)
+    df = float(degrees_of_freedom(spread / most, shared, most, look.sentences)) if look.sentences else most - 1
+    return se_n, float(special.stdtrit(df, 1 - design.thresholds(alpha)[most] / 2))
+
+
+def conditional_power(look, design: Design, effect: float, alpha: float = None) -> float:
+    """The chance that the row rejects at its N seeds' final look, given this look, if the truth is
+    ``effect`` in the direction of this look's Δ (both tails counted)."""
+    from scipy import special
+
+    look = Look.coerce(look)
+    se_n, critical = _final(look, design, alpha)
+    if look.se == 0 or se_n == 0:     # outputs identical to the baseline's: nothing left to learn
+        return float(look.delta != 0)
+    info, info_n = 1 / look.se ** 2, 1 / se_n ** 2
+    if info_n <= info * (1 + 1e-12):
+        return float(abs(look.delta) / look.se > critical)
+    theta = math.copysign(abs(effect), look.delta if look.delta else 1.0)
+    mean = (look.delta * info + theta * (info_n - info)) / info_n
+    sd = math.sqrt(info_n - info) / info_n
+    bound = critical * se_n
+    return float(special.ndtr((mean - bound) / sd) + special.ndtr((-bound - mean) / sd))
+
+
+def could_find(look, design: Design, alpha: float = None, power: float = POWER) -> float:
+    """The |Δ| that the row's N seeds would still find with probability ``power``, given this look
+    (the near tail; the far one only adds): what a futility stop gives up."""
+    from scipy import special
+
+    look = Look.coerce(look)
+    se_n, critical = _final(look, design, alpha)
+    if look.se == 0 or se_n == 0:
+        return math.inf
+    info, info_n = 1 / look.se ** 2, 1 / se_n ** 2
+    if info_n <= info * (1 + 1e-12):
+        return math.inf
+    sd = math.sqrt(info_n - info) / info_n
+    return float(((critical * se_n + special.ndtri(power) * sd) * info_n - abs(look.delta) * info) / (info_n - info))
+
+
+def sequential_power(design: Design, effect: float, spread: float, shared: float, sentences: int = 0,
+                     alpha: float = None, paths: int = 20_000) -> float:
+    """The design's power for ``effect`` at level ``alpha`` with a look at every n, futility aside
+    (batches and futility lower it a little): d_s = effect + c + e_s with the shared part c and the
+    seeds' spread e_s, each look's |Δ|/se against its threshold's t with the df that look would
+    have. A seeded Monte Carlo of ``paths`` sweeps (sd <= 0.004)."""
+    from scipy import special
+
+    rng = np.random.default_rng(PATHS_SEED)
+    most = design.max_seeds
+    means = np.cumsum(rng.standard_normal((paths, most)) * math.sqrt(spread), 1) / np.arange(1, most + 1)
+    delta = abs(effect) + rng.standard_normal((paths, 1)) * math.sqrt(shared) + means
+    rejected = np.zeros(paths, dtype=bool)
+    for n, a in design.thresholds(alpha).items():
+        se = math.sqrt(spread / n + shared)
+        if se == 0:
+            return float(effect != 0)
+        df = float(degrees_of_freedom(spread / n, shared, n, sentences)) if sentences else n - 1
+        rejected |= np.abs(delta[:, n - 1]) > special.stdtrit(df, 1 - a / 2) * se
+    return float(rejected.mean())
+
+
+def reachable(design: Design, effect: float, spread: float, shared: float, sentences: int = 0,
+              alpha: float = None, target: float = POWER) -> bool:
+    """Whether N seeds can find ``effect`` with power ``target`` (``sequential_power``): where not,
+    the test set's shared part or max_seeds caps it, and the sweeper says so before spending seeds."""
+    return sequential_power(design, effect, spread, shared, sentences, alpha) >= target
+
+
+@dataclass(frozen=True)
+class Decision:
+    stopped: str            # "" while the row goes on; EFFICACY, FUTILITY or MAX
+    why: str                # as the table shows it: "efficacy at 3 seeds", "futility at 5 seeds: ...", "max_seeds"
+    verdict: str            # BETTER, WORSE or NO_EVIDENCE once stopped; "" while going on
+    look: Look              # the look it stopped at (or the latest, while going on)
+    ci: tuple = field(default=(math.nan, math.nan))   # repeated confidence interval at that look
+    level: float = math.nan                             # the α the row was tested at
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Decision":
+        return cls(data["stopped"], data["why"], data["verdict"], Look.coerce(data["look"]),
+                   tuple(data.get("ci", (math.nan, math.nan))), float(data.get("level", math.nan)))
+
+
+def repeated_ci(look: Look, threshold: float) -> tuple:
+    """Δ ± t(1 - a/2, df)·se: the interval that covers the truth at every look at once with
+    probability 1 - level, whatever the stopping rule (Jennison & Turnbull, ch. 9)."""
+    from scipy import special
+
+    if not 0 < threshold < 1 or look.df < 1:
+        return (math.nan, math.nan)
+    half = float(special.stdtrit(look.df, 1 - threshold / 2)) * look.se
+    return (look.delta - half, look.delta + half)
+
+
+def _judged(look: Look, design: Design, effect: float, level: float) -> Look:
+    table = design.thresholds(level)
+    threshold = table.get(look.n, math.nan)
+    power = conditional_power(look, design, effect, level) if look.n in table and look.se > 0 else math.nan
+    return Look(**{**asdict(look), "threshold": threshold, "cond_power": power, "level": level})
+
+
+def decide(design: Design, effect: float, rows: dict, frozen: dict = None) -> dict:
+    """{name: Decision} for the m rows of one family (sharing a baseline); see the module docstring."""
+    frozen = {k: (v if isinstance(v, Decision) else Decision.from_dict(v)) for k, v in (frozen or {}).items()}
+    looks = {name: sorted((Look.coerce(x) for x in seen), key=lambda x: x.n) for name, seen in rows.items()}
+    names = list(dict.fromkeys([*looks, *frozen]))
+    rejected = {k for k, d in frozen.items() if d.stopped == EFFICACY}
+    out = dict(frozen)
+    while True:
+        level = design.alpha / (len(names) - len(rejected))
+        table = design.thresholds(level)
+        crossed = {}
+        for name in names:
+            if name in out or not looks.get(name):
+                continue
+            hits = [x for x in looks[name] if x.n in table and x.p <= table[x.n]]
+            if hits:
+                crossed[name] = hits[-1]
+        for name, look in crossed.items():
+            look = _judged(look, design, effect, level)
+            out[name] = Decision(EFFICACY, f"efficacy at {look.n} seeds", BETTER if look.delta > 0 else WORSE, look,
+                                 repeated_ci(look, look.threshold), level)
+        rejected |= set(crossed)
+        if not crossed or len(rejected) == len(names):
+            break
+    level = design.alpha / max(len(names) - len(rejected), 1)
+    for name in names:
+        if name in out:
+            continue
+        if not looks.get(name):
+            out[name] = Decision("", "", "", Look(0, math.nan, math.nan, math.nan, math.nan), level=level)
+            continue
+        look = _judged(looks[name][-1], design, effect, level)
+        ci = repeated_ci(look, look.threshold)
+        if look.n >= design.max_seeds:
+            out[name] = Decision(MAX, MAX, NO_EVIDENCE, look, ci, level)
+        elif look.n >= max(design.futility_from, design.pilot_seeds) and look.cond_power < design.futility:
+            found = could_find(look, design, level)
+            out[name] = Decision(FUTILITY, f"futility at {look.n} seeds: conditional power {look.cond_power:.2f} at "
+                                 f"Δ = {abs(effect):g}; its {design.max_seeds} seeds could still have found "
+                                 f"|Δ| >= {found:.2f}", NO_EVIDENCE, look, ci, level)
+        else:
+            out[name] = Decision("", "", "", look, ci, level)
+    return out

@@ -1,0 +1,244 @@
+"""The seeds strategy's planner with no Hydra: which cells it asks for, the looks it takes, the
+group sequential design's decisions (``posenc.stats.sequential``) as it applies them to a sweep's
+rows, its state written and read back, and its refusals. The looks are the verdict's own tests
+(``verdict.SeedTest``), built here from chosen Δ and spreads with the test's own formulas."""
+
+import json
+import math
+
+import pytest
+from scipy import stats as scipy_stats
+
+from posenc.cells.strategy import SeedsState, read_state, write_state
+from posenc.harness.sweep.planner import SeedsPlanner, SeedsSettings, StrategyError
+from posenc.stats import sequential
+from posenc.stats.verdict import SeedTest, p_values
+
+JOBS = [["placement=both"], ["placement=source"], ["placement=none"]]
+SENTENCES = 500
+
+
+def name(overrides) -> str:
+    return ",".join(sorted(overrides))
+
+
+def settings(**given) -> SeedsSettings:
+    return SeedsSettings.of({"effect": 1.0, **given})
+
+
+def planner(jobs=JOBS, before=None, **given) -> SeedsPlanner:
+    return SeedsPlanner.for_grid(settings(**given), jobs, name, before)
+
+
+def seed_test(delta: float, n: int, sd: float = 1.0, shared: float = 0.01) -> SeedTest:
+    """The verdict's test of a row whose n seeds' differences have sd ``sd`` and whose test set's
+    shared sampling has variance ``shared`` (no sentence noise that differs between seeds)."""
+    p, se, df = (float(x) for x in p_values(delta, sd, shared, shared, n, SENTENCES))
+    return SeedTest(delta, se, p, math.nan, math.nan, n, sd, shared, shared, SENTENCES, df)
+
+
+def finish(plan: SeedsPlanner, seeds: dict) -> None:
+    """Mark these seeds of each row (by label) finished, as next_batch would read them."""
+    for row in plan.rows:
+        row.state.seeds = sorted(set(row.state.seeds) | set(seeds.get(row.label, ())))
+
+
+def step(plan: SeedsPlanner, tests: dict) -> list:
+    """One step of next_batch without reading a sweep: the looks at ``tests`` (by label), then the batch."""
+    plan.look({id(r): tests[r.label] for r in plan.rows if r.label in tests})
+    return sorted((row.label, seed) for row, seed in plan.wanted())
+
+
+def rows(plan):
+    return {r.label: r for r in plan.rows}
+
+
+def test_the_pilot_comes_first_for_every_row_and_its_baseline():
+    plan = planner()
+    assert step(plan, {}) == [(p, s) for p in ("placement=both", "placement=none", "placement=source")
+                              for s in (1, 2, 3)]
+    assert [r.base.label if r.base else None for r in plan.rows] == [None, "placement=both", "placement=both"]
+
+
+def test_an_obvious_effect_stops_at_the_pilot_on_the_alpha_over_m_table_with_its_repeated_ci():
+    plan = planner()
+    step(plan, {})
+    finish(plan, {label: (1, 2, 3) for label in rows(plan)})
+    worse, nothing = seed_test(-25.0, 3, sd=1.0), seed_test(0.1, 3, sd=1.0)
+    batch = step(plan, {"placement=none": worse, "placement=source": nothing})
+    none = rows(plan)["placement=none"].state
+    design = sequential.Design()
+    threshold = design.thresholds(design.alpha / 2)[3]   # two rows share the baseline: α/2 while none rejected
+    assert worse.p <= threshold
+    assert (none.stopped, none.why, none.verdict) == (sequential.EFFICACY, "efficacy at 3 seeds", "worse")
+    assert none.level == pytest.approx(design.alpha / 2)
+    half = scipy_stats.t.ppf(1 - threshold / 2, worse.df) * worse.se   # Δ ± the boundary's t·se
+    assert none.ci == pytest.approx([worse.delta - half, worse.delta + half])
+    assert none.looks[-1]["threshold"] == pytest.approx(threshold) and none.looks[-1]["n"] == 3
+    # source goes on with batch_seeds (2) more, and the baseline runs them too; none gets nothing.
+    assert batch == [("placement=both", 4), ("placement=both", 5), ("placement=source", 4), ("placement=source", 5)]
+
+
+def test_a_rejection_passes_its_alpha_to_the_open_row_which_is_retested_at_its_looks():
+    design = sequential.Design()
+    split, whole = design.thresholds(design.alpha / 2)[3], design.thresholds(design.alpha)[3]
+    # A Δ whose p lies between a(3) at α/2 and a(3) at α: not rejected alone, rejected once the other row's α moves.
+    delta = next(d / 100 for d in range(100, 3000) if split < seed_test(d / 100, 3).p <= whole)
+    assert split < seed_test(delta, 3).p <= whole
+    plan = planner()
+    step(plan, {})
+    finish(plan, {label: (1, 2, 3) for label in rows(plan)})
+    step(plan, {"placement=none": seed_test(-25.0, 3), "placement=source": seed_test(delta, 3)})
+    source = rows(plan)["placement=source"].state
+    assert (source.stopped, source.verdict) == (sequential.EFFICACY, "better")
+    assert source.level == pytest.approx(design.alpha)
+    # The same look without the other row's rejection: it goes on.
+    alone = planner()
+    step(alone, {})
+    finish(alone, {label: (1, 2, 3) for label in rows(alone)})
+    step(alone, {"placement=none": seed_test(0.0, 3), "placement=source": seed_test(delta, 3)})
+    assert rows(alone)["placement=source"].state.stopped == ""
+
+
+def test_a_row_that_cannot_find_the_effect_stops_for_futility_and_one_that_runs_on_stops_at_max_seeds():
+    plan = planner(jobs=[["placement=both"], ["placement=none"]], max_seeds=7, batch_seeds=2)
+    step(plan, {})
+    for n in (3, 5):
+        finish(plan, {"placement=both": range(1, n + 1), "placement=none": range(1, n + 1)})
+        step(plan, {"placement=none": seed_test(0.0, n, sd=0.3)})
+    none = rows(plan)["placement=none"].state
+    look = sequential.Look.of(seed_test(0.0, 5, sd=0.3))
+    assert sequential.conditional_power(look, plan.settings.design, 1.0) < 0.10   # the design's own formula
+    assert (none.stopped, none.verdict) == (sequential.FUTILITY, "no evidence")
+    assert none.why.startswith("futility at 5 seeds: conditional power ")
+    assert [x["n"] for x in none.looks] == [3, 5]
+    # A row whose Δ is near the effect goes on to max_seeds and stops there, "no evidence" if never crossed.
+    plan = planner(jobs=[["placement=both"], ["placement=none"]], max_seeds=5, batch_seeds=2, futility=0.01)
+    step(plan, {})
+    for n in (3, 5):
+        finish(plan, {"placement=both": range(1, n + 1), "placement=none": range(1, n + 1)})
+        assert step(plan, {"placement=none": seed_test(0.5, n, sd=1.0)}) == ([] if n == 5 else [
+            ("placement=both", 4), ("placement=both", 5), ("placement=none", 4), ("placement=none", 5)])
+    none = rows(plan)["placement=none"].state
+    assert (none.stopped, none.why, none.verdict) == (sequential.MAX, "max_seeds", "no evidence")
+    assert rows(plan)["placement=both"].state.stopped == "baseline"   # no row runs on against it
+
+
+def test_a_rerun_from_the_state_takes_no_look_twice_and_the_same_decisions(tmp_path):
+    plan = planner()
+    step(plan, {})
+    finish(plan, {label: (1, 2, 3) for label in rows(plan)})
+    step(plan, {"placement=none": seed_test(-25.0, 3), "placement=source": seed_test(0.3, 3)})
+    write_state(tmp_path, plan.state())
+    before = read_state(tmp_path)
+    assert isinstance(before, SeedsState) and not before.old_rule
+    again = planner(before=before)
+    finish(again, {label: (1, 2, 3) for label in rows(again)})
+    # The same seeds: no new look (even if the report's test came out otherwise), the same batch.
+    assert step(again, {"placement=none": seed_test(0.0, 3), "placement=source": seed_test(9.0, 3)}) == [
+        ("placement=both", 4), ("placement=both", 5), ("placement=source", 4), ("placement=source", 5)]
+    assert [r.state for r in again.rows] == [r.state for r in plan.rows]
+    assert json.loads(json.dumps(again.state().to_json())) == json.loads(json.dumps(plan.state().to_json()))
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"max_seeds": 12}, "hydra.sweeper.max_seeds=12 differs from 10, with which this sweep started (its thresholds "
+                        "depend on it); allowed: max_seeds=10, or a new hydra.sweep.dir"),
+    ({"gamma": -2.0}, "hydra.sweeper.gamma=-2.0 differs from -3.0"),
+])
+def test_a_rerun_with_another_design_is_refused(tmp_path, given, message):
+    plan = planner()
+    step(plan, {})
+    write_state(tmp_path, plan.state())
+    with pytest.raises(StrategyError) as err:
+        planner(before=read_state(tmp_path), **given)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_an_old_rules_state_still_reads_says_so_and_is_not_continued(tmp_path):
+    old = {"strategy": "seeds", "settings": {"effect": 0.5, "test_size": None, "baseline": "placement=both",
+                                             "pilot_seeds": 3, "max_seeds": 10, "batch_seeds": 2, "min_seeds": 7},
+           "rows": [{"row": "placement=none", "overrides": ["placement=none"], "baseline": False, "seeds": [1, 2, 3],
+                     "planned": 12, "stopped": "max_seeds", "why": "stopped at max_seeds=10; the plan books 12"}],
+           "cells": [{"dirname": "placement=none,seed=1", "overrides": ["placement=none", "seed=1"]}]}
+    (tmp_path / SeedsState.FILE).write_text(json.dumps(old))
+    state = read_state(tmp_path)
+    assert state.old_rule and state.rows[0].planned == 12 and state.rows[0].looks == []
+    with pytest.raises(StrategyError, match="started by the seeds strategy's old rule"):
+        planner(before=state)
+
+
+@pytest.mark.parametrize("given,message", [
+    ({"gamma": 11}, "gamma=11 is not allowed; allowed: -10 to 10"),
+    ({"spending": "linear"}, "spending='linear' is not allowed; allowed: hsd, obf, pocock"),
+    ({"futility": 1.0}, "futility=1.0 is not allowed; allowed: 0 < futility < 1"),
+    ({"futility": 0}, "futility=0 is not allowed; allowed: 0 < futility < 1"),
+    ({"pilot_seeds": 1}, "pilot_seeds=1 is not allowed; allowed: 2 or more"),
+    ({"batch_seeds": 0}, "batch_seeds=0 is not allowed; allowed: a whole number >= 1"),
+    ({"effect": 0}, "effect=0 is not allowed; allowed: a BLEU difference > 0"),
+    ({"test_size": 0}, "test_size=0 is not allowed"),
+])
+def test_bad_settings_are_one_line_naming_the_value(given, message):
+    problem = settings(**given).problem()
+    assert problem.startswith(message) and "\n" not in problem
+
+
+def test_the_defaults_live_in_the_design_and_the_structured_config():
+    from posenc.harness.sweep.config import SeedsStrategyConf
+
+    conf, design = SeedsStrategyConf(), sequential.Design()
+    for key in ("alpha", "pilot_seeds", "max_seeds", "spending", "gamma", "futility", "futility_from"):
+        assert getattr(conf, key) == getattr(design, key)
+    assert settings().problem() == "" and settings().design == design
+
+
+def test_a_test_set_that_caps_the_power_is_said_after_the_pilot_before_more_seeds():
+    """Where the test set's shared sampling alone has sd 1 BLEU, no number of seeds finds |Δ| = 1
+    with 80% power: the final look at N seeds has power at most about Φ(1 - 1.96) + ... = 0.17."""
+    plan = planner(jobs=[["placement=both"], ["placement=none"]])
+    step(plan, {})
+    finish(plan, {"placement=both": (1, 2, 3), "placement=none": (1, 2, 3)})
+    batch = step(plan, {"placement=none": seed_test(0.5, 3, sd=0.5, shared=1.0)})
+    none = rows(plan)["placement=none"].state
+    assert none.unreachable.startswith("cannot reach 80% power at |Δ| = 1: at most 0.")
+    best = float(none.unreachable.split("at most ")[1].split()[0])
+    z = scipy_stats.norm.ppf(1 - 0.05 / 2)
+    assert best <= scipy_stats.norm.cdf(1 / math.sqrt(1 + 0.25 / 10) - z) + 0.05   # the normal bound, t aside
+    assert batch and none.stopped == ""           # it is said, and the row goes on: the user decides
+    fine = planner(jobs=[["placement=both"], ["placement=none"]])
+    step(fine, {})
+    finish(fine, {"placement=both": (1, 2, 3), "placement=none": (1, 2, 3)})
+    step(fine, {"placement=none": seed_test(0.5, 3, sd=0.5, shared=0.0001)})
+    assert rows(fine)["placement=none"].state.unreachable == ""
+
+
+def test_one_function_names_rows_and_finds_their_baselines_for_the_sweepers_and_the_report():
+    from types import SimpleNamespace
+
+    from posenc.cells.rows import baseline_of, row_name, varying
+    from posenc.report.rows import baselines
+
+    grid = [{"model": "a", "placement": "both"}, {"model": "a", "placement": "none"},
+            {"model": "b", "placement": "none"}, {"model": "b", "placement": "both"},
+            {"model": "c", "placement": "none"}]
+    assert baseline_of(grid, "placement", "both") == [0, 0, 3, 3, None]
+    assert varying(grid) == ["model", "placement"] and varying(grid[:2]) == ["placement"]
+    assert row_name(grid[1], varying(grid[:2])) == "placement=none" and row_name({}, []) == "the one row"
+    # The report's rows and the planner's rows find the same baselines.
+    report_rows = [SimpleNamespace(identity=values) for values in grid]
+    found = baselines(report_rows, ("placement", "both"))
+    index = [None if found[id(r)] is None else report_rows.index(found[id(r)]) for r in report_rows]
+    assert index == [0, 0, 3, 3, None]
+    plan = planner(jobs=[[f"model={v['model']}", f"placement={v['placement']}"] for v in grid])
+    assert [r.base and plan.rows.index(r.base) for r in plan.rows] == [None, 0, 3, None, None]
+    assert [r.label for r in plan.rows][:2] == ["model=a,placement=both", "model=a,placement=none"]
+
+
+def test_a_family_whose_rows_all_stopped_is_left_as_it_is():
+    """Every row of the family rejected: a rerun has nothing to decide, and says so by an empty batch."""
+    plan = planner(jobs=[["placement=both"], ["placement=none"]])
+    step(plan, {})
+    finish(plan, {"placement=both": (1, 2, 3), "placement=none": (1, 2, 3)})
+    assert step(plan, {"placement=none": seed_test(-25.0, 3)}) == []
+    before = plan.state()
+    assert step(plan, {"placement=none": seed_test(-25.0, 3)}) == [] and plan.state() == before
