@@ -44,10 +44,12 @@ NOT_NAMING = {
     "data.mirror": "(as data.train)",
 }
 
-# Keys added after cells were hashed, whose null means what their absence meant: left out of the
-# hashes while null, so every cell hashed before them keeps its result and checkpoints.
+# Keys (top-level or dotted) added after cells were hashed, whose null means what their absence meant:
+# left out of the hashes while null, so every cell hashed before them keeps its result and checkpoints.
 NULL_IS_ABSENT = {
     "trial": "added with the tune strategy (issue 24): null is a cell scored on test, as every cell before",
+    "data.length_split": "added with the length split (issue 31): null is the corpus as given, as every cell before",
+    "data.test_long_size": "(as data.length_split)",
 }
 
 # Keys a sweep may vary that are not a row of the table: the seeds of a row, and the preset.
