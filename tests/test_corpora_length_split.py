@@ -92,6 +92,26 @@ def test_a_capped_long_split_is_evenly_spaced_over_the_long_pairs():
     assert new_raw["train"][0] == [f"train {i}" for i in range(900, 1000)]  # the rest are not trained on either
 
 
+def test_split_by_both_sides_holds_out_pairs_longer_on_both_and_drops_the_mixed_ones():
+    rng = random.Random(1)
+    lengths = {split: [(rng.randint(2, 40), rng.randint(2, 40)) for _ in range(size)]
+               for split, size in (("train", 1600), ("valid", 100), ("test", 30))}
+    raw = {s: ([f"{s} {i}" for i in range(len(ls))], [f"T {s} {i}" for i in range(len(ls))])
+           for s, ls in lengths.items()}
+    tok = {s: (["x " * a for a, _ in ls], ["y " * b for _, b in ls]) for s, ls in lengths.items()}
+    new_raw, new_tok, stats = split_by_length(LengthSplit(18, by="both"), raw, tok, "toy")
+    for split in ("train", "valid"):
+        assert new_raw[split][0] == [f"{split} {i}" for i, (a, b) in enumerate(lengths[split]) if a <= 18 and b <= 18]
+    long = [f"{s} {i}" for s in ("train", "valid") for i, (a, b) in enumerate(lengths[s]) if a > 18 and b > 18]
+    assert new_raw["test_long"][0] == long
+    for side in (0, 1):  # longer than every training pair on both sides, as the synthetic long split
+        assert min(len(line.split()) for line in new_tok["test_long"][side]) > max(
+            len(line.split()) for line in new_tok["train"][side])
+    assert stats["test_long_target_longer"] == len(long) and stats["by"] == "both"
+    assert stats["dropped"] == {s: sum((a <= 18) != (b <= 18) for a, b in lengths[s]) for s in ("train", "valid")}
+    assert stats["test_longer_than_split"] == sum(a > 18 and b > 18 for a, b in lengths["test"])
+
+
 # -- bad values: one line, naming the value and what is allowed ------------------------------------
 @pytest.mark.parametrize("overrides,expected", [
     ({"length_split": 0}, "data.length_split=0: must be a whole number >= 1"),
@@ -100,6 +120,8 @@ def test_a_capped_long_split_is_evenly_spaced_over_the_long_pairs():
     ({"length_split": True}, "data.length_split=True: must be a whole number >= 1"),
     ({"length_split": 20, "test_long_size": 499}, "data.test_long_size=499: must be a whole number >= 500"),
     ({"test_long_size": 800}, "data.test_long_size=800 needs data.length_split=L"),
+    ({"length_split": 20, "length_split_by": "target"},
+     "data.length_split_by='target': allowed values are source, both"),
 ])
 def test_bad_values_are_refused_before_any_work(overrides, expected):
     with pytest.raises(CorpusError) as info:
@@ -192,7 +214,8 @@ def test_a_cell_without_a_length_split_keeps_its_hashes():
     cfg = compose_cfg("data=multi30k_de_en", "model=transformer_small", hydra=False)
     before = cfg.copy()  # the same cell as composed before the keys existed
     with open_dict(before):
-        del before.data["length_split"], before.data["test_long_size"]
+        for key in ("length_split", "test_long_size", "length_split_by"):
+            del before.data[key]
     assert OmegaConf.select(cfg, "data.length_split") is None
     assert config_hash(cfg) == config_hash(before) and training_hash(cfg) == training_hash(before)
     split = compose_cfg("data=multi30k_de_en", "model=transformer_small", "data.length_split=23", hydra=False)

@@ -50,6 +50,7 @@ NULL_IS_ABSENT = {
     "trial": "added with the tune strategy (issue 24): null is a cell scored on test, as every cell before",
     "data.length_split": "added with the length split (issue 31): null is the corpus as given, as every cell before",
     "data.test_long_size": "(as data.length_split)",
+    "data.length_split_by": "(as data.length_split)",
 }
 
 # Keys a sweep may vary that are not a row of the table: the seeds of a row, and the preset.

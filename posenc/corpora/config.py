@@ -20,6 +20,7 @@ _COMMON_KEYS = {
     "name", "recipe", "src", "tgt", "tokenizer", "normalize_punct", "lowercase",
     "aggressive_dash_splits", "subword", "subword_size", "joint_subwords", "joined_dictionary",
     "filter", "workers", "length_split", "test_long_size",
+    "length_split_by",
 }
 _RECIPE_KEYS = {
     "synthetic": {"generator"},
@@ -127,7 +128,8 @@ def parse(data_cfg: Any) -> CorpusConfig:
                     f"{split} for {split}.{src} and {split}.{tgt}"
                 )
             prefixes[split] = str(value)
-    length_split = parse_length_split(raw.get("length_split"), raw.get("test_long_size"))
+    length_split = parse_length_split(raw.get("length_split"), raw.get("test_long_size"),
+                                      raw.get("length_split_by"))
     if length_split and generator and generator.test_long:
         raise CorpusError(f"data.length_split={length_split.max_tokens}: the synthetic corpus already has a "
                           f"test_long split (data.generator.test_long={generator.test_long}); set "

@@ -12,7 +12,7 @@ from . import binarize, filtering, subwords, synthetic
 from .cache import cache_key, entry_dir, get_or_build
 from .config import CorpusConfig, parse
 from .errors import CorpusError
-from .length_split import split_by_length
+from .length_split import SIDES, split_by_length
 from .moses import tokenize_lines
 from .prepared import PreparedCorpus, load_prepared, write_manifest
 from .recipes import RECIPES, recipe_raw_files
@@ -123,7 +123,7 @@ def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
     split_stats = None
     if cfg.length_split:
         raw, tok, split_stats = split_by_length(cfg.length_split, raw, tok, cfg.name)
-        log(f"corpus {cfg.name}: length split at {split_stats['max_tokens']} source tokens: "
+        log(f"corpus {cfg.name}: length split at {split_stats['max_tokens']} {SIDES[split_stats['by']]}: "
             f"test_long {split_stats['test_long']} of {split_stats['long_pairs']} longer pairs "
             f"({split_stats['test_long_min_source_tokens']}-{split_stats['test_long_max_source_tokens']} tokens)")
     splits = [split for split in SPLIT_ORDER if split in raw]
