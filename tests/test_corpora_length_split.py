@@ -3,6 +3,7 @@ held-out test_long beyond, checked against corpora generated here with known sen
 
 import json
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def pair(rng, words):
     return " ".join(src).capitalize() + ".", " ".join(WORDS[w] for w in src).capitalize() + "."
 
 
-def write_corpus(folder: Path, sizes=(("train", 1500), ("valid", 100), ("test", 60)), seed=5):
+def write_corpus(folder: Path, sizes=(("train", 1500), ("valid", 100), ("test", 30)), seed=5):
     """Files <split>.de / <split>.en of 3-30 words a sentence; returns {split: [(de, en, tokens)]}."""
     rng = random.Random(seed)
     corpus = {}
@@ -220,3 +221,34 @@ def test_a_cell_without_a_length_split_keeps_its_hashes():
     assert config_hash(cfg) == config_hash(before) and training_hash(cfg) == training_hash(before)
     split = compose_cfg("data=multi30k_de_en", "model=transformer_small", "data.length_split=23", hydra=False)
     assert config_hash(split) != config_hash(cfg) and training_hash(split) != training_hash(cfg)
+
+
+@pytest.mark.slow
+def test_posenc_run_scores_the_long_split_and_the_report_reads_it_unchanged(tmp_path):
+    from project import BIN, posenc_run
+
+    write_corpus(tmp_path)
+    sweep = tmp_path / "sweep"
+    data = ["data=custom", f"data.train={tmp_path / 'train'}", f"data.valid={tmp_path / 'valid'}",
+            f"data.test={tmp_path / 'test'}", "data.src=de", "data.tgt=en", "data.length_split=20",
+            "data.test_long_size=500"]
+    # a short output bound: an untrained model's 500 long hypotheses stay cheap
+    generation = ["generation.test_long=true", "generation.beam=1", "generation.max_len_a=1", "generation.max_len_b=2"]
+    for placement in ("both", "none"):  # two cells of one directory, each run as a user runs one
+        proc = posenc_run("model=transformer_small", "pe=sinusoidal", f"placement={placement}", "budget=smoke",
+                          *generation, *data, f"hydra.run.dir={sweep / placement}", cwd=tmp_path,
+                          cache=tmp_path / "cache")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/result.json"))]
+    assert len(records) == 2
+    for record in records:
+        assert record["status"] == "ok", record["error"]
+        assert record["test_sentences_test_long"] == 500 and record["test_sentences"] == 30
+        assert record["bleu_test_long"] is not None and record["chrf_test_long"] is not None
+        assert record["corpus"]["length_split"]["max_tokens"] == 20
+        hypotheses = Path(record["job_dir"]) / record["hypotheses_test_long"]
+        assert len(hypotheses.read_text(encoding="utf-8").split("\n")) - 1 == 500
+    table = subprocess.run([str(BIN / "posenc-table"), str(sweep)], capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0, table.stderr
+    for column in ("BLEU long split", "Δ long", "verdict long", "BLEU 1-"):
+        assert column in table.stdout, table.stdout
