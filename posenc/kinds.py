@@ -198,9 +198,10 @@ def side_kinds(placement: str, pe: str):
             pe if placement in ("both", "target") else "none")
 
 
-def family_pe_kinds(family: str):
-    """The ``pe=`` values a family can do."""
-    return tuple(k for k in FAMILY_KINDS.get(family, ()) if k != "none")
+def family_pe_kinds(family: str = None):
+    """The ``pe=`` values a family can do (any family's, if None), read live: a kinds file
+    (``kinds_module=``, ``posenc.kinds_file``) registers its kinds after this module is imported."""
+    return tuple(k for k in kind_names(family) if k != "none")
 
 
 def grid_skip_reason(family: str, pe: str, placement: str):

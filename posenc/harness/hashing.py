@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from omegaconf import OmegaConf
 
 from posenc.cells.keys import NOT_OUTCOME, NOT_TRAINING, NULL_IS_ABSENT
+from posenc.kinds_file import content_digest
 
 
 def config_hash(cfg, ignore=()) -> str:
@@ -51,6 +52,8 @@ def hashed_config(cfg, ignore=()) -> dict:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict) and (dotted in skip or (leaf in node and node[leaf] is None)):
             node.pop(leaf, None)
+    if data.get("kinds_module") is not None:  # the user's kinds file: its content, wherever it lies
+        data["kinds_module"] = {"sha256": content_digest(data["kinds_module"])}
     return data
 
 
