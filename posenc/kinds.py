@@ -2,20 +2,42 @@
 
 A position kind is one module in ``posenc/encodings/`` (plain torch) plus one registration here,
 ``register_kind``, which says which model families it serves, where it acts (added to the token
-embeddings, or inside a side's self-attention), how it is built for a side, and how the analysis
-recognises it in a checkpoint. The plugin builds every kind through its registration, the
-analysis recognises kinds through theirs, and the harness, the report and the tests take the
-allowed kinds from here instead of listing them again. docs/plugin.md ("Adding a position kind")
-shows a kind registered from outside the package.
+embeddings, or inside a side's self-attention), how it is built for a side, which flags it has
+(an options dataclass, as fairseq's ``register_model(name, dataclass=...)``; the plugin turns its
+fields into flags and resolves them into the args, so checkpoints record them) and how the
+analysis recognises and rebuilds it in a checkpoint. The plugin builds every kind through its
+registration, the analysis recognises kinds through theirs, and the harness, the report and the
+tests take the allowed kinds from here instead of listing them again.
+
+The registry is read live: ``kind_names()``, ``pe_kinds()`` and the rest answer from the
+registrations made so far, so a kind registered from outside the package (a fairseq ``--user-dir``
+of its own, a user's kinds module) is seen wherever the built-in ones are. ``BUILTIN_KINDS`` are the
+ones this module registers (the contracts name them).
 
 Plain data, no torch or fairseq import: the harness (whose Hydra parent must not import torch) and
-the report import this module. A built-in kind names its builder as ``"module:function"``, imported
-when a model is built; a kind registered from outside may give the function itself.
+the report import this module. A built-in kind names its builder (and its analysis rebuild) as
+``"module:function"``, imported when used; a kind registered from outside may give the functions.
 """
 
+import dataclasses
 import importlib
+import math
 import re
 from dataclasses import dataclass, field
+
+from posenc.encodings.defaults import (
+    CAPE_MAX_GLOBAL_SCALING,
+    CAPE_MAX_GLOBAL_SHIFT,
+    CAPE_MAX_LOCAL_SHIFT,
+    ROPE_BASE,
+    SHAPE_MAX_SHIFT,
+    SHAW_MAX_DISTANCE,
+    SINUSOID_BASE,
+    SINUSOID_VARIANT,
+    SINUSOID_VARIANTS,
+    check_base,
+    default_sinusoidal_scale,
+)
 
 # Where a sweep puts positions: both sides, the source (encoder) side only, the target (decoder)
 # side only, or neither.
@@ -24,35 +46,167 @@ PLACEMENTS = ("both", "source", "target", "none")
 # The model families of the plugin (posenc_fconv, posenc_transformer).
 FAMILIES = ("fconv", "transformer")
 
-# Where a kind acts on a side:
+# Where a kind acts on a side (``register_kind`` gives each its module's call contract):
 EMBEDDINGS = "embeddings"      # a term added to the token embeddings (the side's ``embed_positions``)
-QUERIES_KEYS = "queries_keys"  # applied to the queries and keys of the side's self-attention
-LOGITS = "logits"              # a bias added to the side's self-attention logits
-ACTS = (EMBEDDINGS, QUERIES_KEYS, LOGITS)
-# fconv has no attention logits to rotate or bias: only kinds that act on the embeddings.
+QUERIES_KEYS = "queries_keys"  # a rotation of the queries and keys of the side's self-attention
+LOGITS = "logits"              # a term added to the side's self-attention logits (may read the queries)
+KEYS_VALUES = "keys_values"    # a term added to the keys and one added to the values (Shaw et al. 2018)
+ACTS = (EMBEDDINGS, QUERIES_KEYS, LOGITS, KEYS_VALUES)
+# fconv has no self-attention to rotate, bias or extend: only kinds that act on the embeddings.
 FAMILY_ACTS = {"fconv": (EMBEDDINGS,), "transformer": ACTS}
 
 # What posenc-pe reads of a kind in a checkpoint (posenc.analysis.checkpoint):
 TABLE = "table"          # the rows of ``{side}.embed_positions.weight``
 SINUSOID = "sinusoid"    # the sinusoid rebuilt from the settings the checkpoint records
-BIAS = "bias"            # the relative attention bias, rebuilt by posenc.analysis.bias
-READS = (TABLE, SINUSOID, BIAS, None)  # None: nothing to analyse
+BIAS = "bias"            # a relative attention bias per head and distance, rebuilt by the kind's ``rebuild``
+VECTORS = "vectors"      # relative key/value vectors per layer and distance, rebuilt by the kind's ``rebuild``
+READS = (TABLE, SINUSOID, BIAS, VECTORS, None)  # None: nothing to analyse
+REBUILT = (BIAS, VECTORS)  # the reads that need the kind's own ``rebuild``
 
 # State-dict keys of the plugin's position modules ({side}: encoder | decoder), which the analysis reads.
 POSITION_KEY = "{side}.embed_positions.weight"            # a learned table
 RELATIVE_BIAS_KEY = "{side}.relative_attention_bias.weight"  # T5's (num_buckets, H), shared by a side's layers
+RELATIVE_KEYS_KEY = "{side}.layers.{layer}.self_attn.relative.keys.weight"  # Shaw's a^K, (2k+1, head_dim)
+RELATIVE_VALUES_KEY = "{side}.layers.{layer}.self_attn.relative.values.weight"  # Shaw's a^V, (2k+1, head_dim)
 SINUSOID_MARKERS = ("{side}.embed_positions._float_tensor", "{side}.embed_positions.weights")  # older fairseq files
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _resolve(target):
+    """A callable given as itself or as ``"module:function"``."""
+    if isinstance(target, str):
+        module, _, function = target.partition(":")
+        return getattr(importlib.import_module(module), function)
+    return target
+
+
+def _callable_or_path(value) -> bool:
+    return callable(value) or (isinstance(value, str) and ":" in value)
 
 
 @dataclass(frozen=True)
 class InCheckpoint:
     """How the analysis recognises a kind in a checkpoint. ``markers``: state-dict keys (``{side}``
     filled in) that show the kind on a side whose arguments do not record it (a stock fairseq
-    checkpoint, or one written before the plugin recorded kinds); ``reads``: one of ``READS``."""
+    checkpoint, or one written before the plugin recorded kinds); ``reads``: one of ``READS``;
+    ``rebuild``: for ``BIAS`` and ``VECTORS``, ``rebuild(ckpt, side, max_len) -> (result, why)``
+    (a callable or ``"module:function"``; ``posenc.analysis.bias`` and ``posenc.analysis.vectors``
+    say what ``result`` is), ``result`` None with ``why`` when it cannot."""
     markers: tuple = ()
     reads: str = None
+    rebuild: object = field(default=None, repr=False)
+
+    def rebuilder(self):
+        return _resolve(self.rebuild) if self.rebuild is not None else None
+
+
+# --- options: a kind's flags ---------------------------------------------------------------------
+# An options dataclass holds a kind's settings. Each field is a flag (``--`` + the name with dashes)
+# and an attribute of fairseq's args under its own name, resolved to its default when unset, so the
+# checkpoint records what the model used. ``field(metadata=...)`` may hold ``help``, ``choices``,
+# ``type`` (text -> value, raising ValueError; without it, an annotation int/float/str converts) and
+# ``family_default`` (a function of the family, used when the field's default is None). Kinds may
+# share one dataclass (``sinusoidal``, ``shape`` and ``cape`` share the sinusoid's), or extend one by
+# inheritance; one name is one flag: two dataclasses that declare the same field name differently
+# are refused.
+
+
+def option(default, help: str, **metadata):
+    """A field of an options dataclass with its help text (and ``choices``, ``type``, ``family_default``)."""
+    return field(default=default, metadata={"help": help, **metadata})
+
+
+def _base(text) -> float:
+    return check_base(float(text))
+
+
+def _at_least(minimum):
+    def check(text) -> float:
+        value = float(text)
+        if not (math.isfinite(value) and value >= minimum):
+            raise ValueError(f"must be a finite number >= {minimum:g}, got {value:g}")
+        return value
+    return check
+
+
+def _whole(minimum):
+    def check(text) -> int:
+        value = int(text)
+        if value < minimum:
+            raise ValueError(f"must be a whole number >= {minimum}, got {value}")
+        return value
+    return check
+
+
+@dataclass
+class SinusoidOptions:
+    """The sinusoid's settings (``sinusoidal``, and the sinusoid under ``shape`` and ``cape``)."""
+    sinusoidal_variant: str = option(SINUSOID_VARIANT, "sinusoid layout: fairseq's concatenated halves (default) "
+                                     "or the paper's interleaved pairs", choices=SINUSOID_VARIANTS)
+    sinusoidal_scale: float = option(None, "multiplier of the sinusoid table (default: 1 for the transformer; for "
+                                     "fconv the learned table's initial norm over the sinusoid's, 0.1*sqrt(2))",
+                                     type=float, family_default=default_sinusoidal_scale)
+    sinusoidal_base: float = option(SINUSOID_BASE, f"base b of the sinusoid's wavelengths 2*pi .. ~2*pi*b "
+                                    f"(default {SINUSOID_BASE:g})", type=_base)
+
+
+@dataclass
+class RopeOptions:
+    rope_base: float = option(ROPE_BASE, f"RoPE base of the rotation frequencies (default {ROPE_BASE:g})", type=_base)
+
+
+@dataclass
+class ShawOptions:
+    shaw_max_distance: int = option(SHAW_MAX_DISTANCE, "Shaw et al.'s clipping distance k: distances beyond +-k "
+                                    f"share the last vector (default {SHAW_MAX_DISTANCE})", type=_whole(1))
+
+
+@dataclass
+class ShapeOptions(SinusoidOptions):
+    shape_max_shift: int = option(SHAPE_MAX_SHIFT, "SHAPE's largest random shift K of a sequence's positions in "
+                                  f"training, drawn from 0..K (default {SHAPE_MAX_SHIFT})", type=_whole(0))
+
+
+@dataclass
+class CapeOptions(SinusoidOptions):
+    cape_max_global_shift: float = option(CAPE_MAX_GLOBAL_SHIFT, "CAPE's global shift: Delta ~ U[-this, this] "
+                                          f"per sequence in training (default {CAPE_MAX_GLOBAL_SHIFT:g})",
+                                          type=_at_least(0))
+    cape_max_local_shift: float = option(CAPE_MAX_LOCAL_SHIFT, "CAPE's local shift: epsilon_i ~ U[-this, this] per "
+                                         f"position in training (default {CAPE_MAX_LOCAL_SHIFT:g})",
+                                         type=_at_least(0))
+    cape_max_global_scaling: float = option(CAPE_MAX_GLOBAL_SCALING, "CAPE's global scaling: log lambda ~ "
+                                            "U[-log this, log this] per sequence in training (default "
+                                            f"{CAPE_MAX_GLOBAL_SCALING:g}; 1 = none)", type=_at_least(1))
+
+
+def option_fields(options) -> tuple:
+    """The ``dataclasses.Field``s of an options dataclass (() for None)."""
+    return dataclasses.fields(options) if options is not None else ()
+
+
+_PLAIN_TYPES = {int: int, float: float, str: str, "int": int, "float": float, "str": str}
+
+
+def option_parser(f):
+    """How a field's flag text becomes its value: the field's ``type`` metadata, else its annotation
+    when that is ``int``, ``float`` or ``str``; None leaves the text as it is."""
+    return f.metadata.get("type") or _PLAIN_TYPES.get(f.type)
+
+
+def option_default(f, family: str):
+    """The value an unset field resolves to for ``family``."""
+    if f.default is None and "family_default" in f.metadata:
+        return f.metadata["family_default"](family)
+    return f.default
+
+
+def kind_options(kind, args) -> dict:
+    """``{field: value}`` of a kind's options as ``args`` (a Namespace or a dict) record them;
+    None for a field they do not record."""
+    get = args.get if isinstance(args, dict) else (lambda name: getattr(args, name, None))
+    return {f.name: get(f.name) for f in option_fields(kind.options)}
 
 
 @dataclass(frozen=True)
@@ -66,7 +220,16 @@ class Side:
     max_positions: int       # what the side reports: the stock learned model's limit
     num_heads: int = None    # self-attention heads (Transformer); None for fconv
     stock_table: object = None  # the stock model's position module of this side, or None
-    args: object = None      # the model's resolved arguments (the built-in kinds read their settings there)
+    args: object = None      # the model's resolved arguments (a kind reads its options there)
+
+    @property
+    def head_dim(self) -> int:
+        return self.embed_dim // self.num_heads
+
+    @property
+    def causal(self) -> bool:
+        """Whether the side's self-attention is causal (the decoder's)."""
+        return self.side == "decoder"
 
 
 @dataclass(frozen=True)
@@ -77,32 +240,62 @@ class PositionKind:
     acts: str
     builder: object = field(repr=False)  # a callable ``builder(side: Side)`` or "module:function"
     checkpoint: InCheckpoint = InCheckpoint()
+    options: type = None  # an options dataclass (its fields are the kind's flags), or None
 
     def build(self, side: Side):
         """The kind's module for ``side`` (None where the side needs none)."""
-        builder = self.builder
-        if isinstance(builder, str):
-            module, _, function = builder.partition(":")
-            builder = getattr(importlib.import_module(module), function)
-        return builder(side)
+        return _resolve(self.builder)(side)
 
 
 _REGISTRY = {}  # name -> PositionKind, in registration order
 
 
-def register_kind(name: str, *, families, acts: str, build=None, checkpoint: InCheckpoint = InCheckpoint()):
+def _check_options(name: str, options) -> None:
+    if options is None:
+        return
+    if not (isinstance(options, type) and dataclasses.is_dataclass(options)):
+        raise ValueError(f"position kind {name!r}: options must be a dataclass (its fields are the kind's flags), "
+                         f"got {options!r}")
+    taken = {f.name: (k.name, f) for k in _REGISTRY.values() for f in option_fields(k.options)}
+    for f in dataclasses.fields(options):
+        if not _NAME.fullmatch(f.name) or f.name in ("encoder_pos", "decoder_pos"):
+            raise ValueError(f"position kind {name!r}: option {f.name!r} is not allowed; allowed: lower-case "
+                             "letters, digits and _, starting with a letter, other than encoder_pos/decoder_pos")
+        if f.default is dataclasses.MISSING or (f.default is None and "family_default" not in f.metadata):
+            raise ValueError(f"position kind {name!r}: option {f.name!r} needs a default (or None with a "
+                             "family_default), so that an unset flag resolves to a value the checkpoint records")
+        owner = taken.get(f.name)
+        if owner is not None and owner[1] is not f:
+            raise ValueError(f"position kind {name!r}: option {f.name!r} is already the option of kind "
+                             f"{owner[0]!r}; allowed: a name of its own, or that kind's options dataclass itself")
+
+
+def register_kind(name: str, *, families, acts: str, build=None, checkpoint: InCheckpoint = InCheckpoint(),
+                  options: type = None):
     """Register a position kind. Without ``build``, a decorator for the builder (as fairseq's
     ``register_model``); it returns the builder unchanged.
 
     ``families``: the ones of ``FAMILIES`` it serves. ``acts``: one of ``ACTS`` (fconv hosts
-    ``EMBEDDINGS`` only). ``build(side: Side)`` returns the side's module: for ``EMBEDDINGS``,
-    what goes into ``embed_positions`` (``module(tokens, incremental_state=None)`` ->
-    ``(B, T, D)``, the newest position's ``(B or 1, 1, D)`` in a decoding step, with a
-    ``max_positions`` attribute; None for none at all, which fconv does not allow); for
-    ``QUERIES_KEYS``, ``module(x, offset)`` on ``(B, H, T, head_dim)`` queries and keys at
-    positions ``offset ..``, one per self-attention layer; for ``LOGITS``, ``module(q_len, k_len,
-    offset, dtype=)`` -> ``(H, q_len, k_len)``, one per side, shared by its layers.
-    ``checkpoint``: how posenc-pe recognises and reads it.
+    ``EMBEDDINGS`` only). ``build(side: Side)`` returns the side's module, by ``acts``:
+
+    - ``EMBEDDINGS``: what goes into ``embed_positions``: ``module(tokens, incremental_state=None)``
+      -> ``(B, T, D)``, the newest position's ``(B or 1, 1, D)`` in a decoding step, with a
+      ``max_positions`` attribute; it may behave differently while ``module.training`` (SHAPE,
+      CAPE). None for none at all, which fconv does not allow.
+    - ``QUERIES_KEYS``: one module per self-attention layer, ``module(x, offset)`` on
+      ``(B, H, T, head_dim)`` queries and keys at positions ``offset ..``.
+    - ``LOGITS``: one module per side, shared by its layers (``{side}.relative_attention_bias``):
+      ``module(q_len, k_len, offset, dtype=)`` -> ``(H, q_len, k_len)`` added to the scaled logits;
+      a module with ``uses_query = True`` is also given ``query=`` the scaled queries
+      ``(B, H, q_len, head_dim)`` and may return ``(B, H, q_len, k_len)``.
+    - ``KEYS_VALUES``: one module per self-attention layer (``self_attn.relative``):
+      ``module.key_logits(q, k_len, offset)`` -> ``(B, H, q_len, k_len)``, the logits' term of the
+      keys' addition (``q . a^K_ij`` for the scaled queries ``q``), and
+      ``module.value_term(weights, offset)`` -> ``(B, H, q_len, head_dim)``, the values' addition
+      weighted by the attention ``(B, H, q_len, k_len)`` (``sum_j alpha_ij a^V_ij``).
+
+    Queries sit at positions ``offset ..`` (the cached steps in a decoding step), keys at ``0 ..``.
+    ``checkpoint``: how posenc-pe recognises and reads it. ``options``: its flags (see ``option``).
     A name may be registered once; any mistake raises ValueError naming what is allowed.
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -124,11 +317,15 @@ def register_kind(name: str, *, families, acts: str, build=None, checkpoint: InC
     if checkpoint.reads not in READS:
         raise ValueError(f"position kind {name!r}: reads={checkpoint.reads!r} is not allowed; allowed: "
                          f"{', '.join(map(str, READS))}")
+    if checkpoint.reads in REBUILT and not _callable_or_path(checkpoint.rebuild):
+        raise ValueError(f"position kind {name!r}: reads={checkpoint.reads!r} needs a rebuild, a callable or "
+                         "'module:function'")
+    _check_options(name, options)
 
     def register(builder):
-        if not (callable(builder) or (isinstance(builder, str) and ":" in builder)):
+        if not _callable_or_path(builder):
             raise ValueError(f"position kind {name!r}: build must be a callable or 'module:function'")
-        _REGISTRY[name] = PositionKind(name, families, acts, builder, checkpoint)
+        _REGISTRY[name] = PositionKind(name, families, acts, builder, checkpoint, options)
         return builder
 
     if build is None:
@@ -147,6 +344,11 @@ def kind_names(family: str = None) -> tuple:
     return tuple(k.name for k in registered_kinds(family))
 
 
+def kinds_acting(*acts: str) -> tuple:
+    """The names of the registered kinds that act on one of ``acts``."""
+    return tuple(k.name for k in registered_kinds() if k.acts in acts)
+
+
 def find_kind(name: str):
     """The registration of ``name``, or None."""
     return _REGISTRY.get(name)
@@ -160,34 +362,62 @@ def position_kind(name: str) -> PositionKind:
     return kind
 
 
+def family_options(family: str) -> tuple:
+    """The option fields of the kinds ``family`` serves, each once, in registration order."""
+    seen = {}
+    for kind in registered_kinds(family):
+        for f in option_fields(kind.options):
+            seen.setdefault(f.name, f)
+    return tuple(seen.values())
+
+
+def position_settings(family: str = None) -> tuple:
+    """The names the plugin resolves into a model's args (so checkpoints record them): the two
+    kinds and every option of the registered kinds (of ``family``, if given)."""
+    families = FAMILIES if family is None else (family,)
+    names = dict.fromkeys(["encoder_pos", "decoder_pos"])
+    for fam in families:
+        names.update(dict.fromkeys(f.name for f in family_options(fam)))
+    return tuple(names)
+
+
 # --- the built-in kinds -------------------------------------------------------------------------
 # ``alibi`` (Press et al. 2022) and ``t5`` (Raffel et al. 2020) are biases on the attention logits;
-# ``none`` means no position signal on that side (a zero term where fconv adds one unconditionally).
+# ``shaw`` (Shaw et al. 2018) adds learned vectors of the clipped distance to keys and values;
+# ``shape`` (Kiyono et al. 2021) and ``cape`` (Likhomanenko et al. 2021) move the sinusoid's
+# positions at random while training; ``none`` means no position signal on that side (a zero term
+# where fconv adds one unconditionally).
 
 register_kind("learned", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.learned:build_side",
               checkpoint=InCheckpoint(markers=(POSITION_KEY,), reads=TABLE))
 register_kind("sinusoidal", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.sinusoidal:build_side",
-              checkpoint=InCheckpoint(markers=SINUSOID_MARKERS, reads=SINUSOID))
-register_kind("rope", families=("transformer",), acts=QUERIES_KEYS, build="posenc.encodings.rotary:build_side")
+              checkpoint=InCheckpoint(markers=SINUSOID_MARKERS, reads=SINUSOID), options=SinusoidOptions)
+register_kind("rope", families=("transformer",), acts=QUERIES_KEYS, build="posenc.encodings.rotary:build_side",
+              options=RopeOptions)
 register_kind("alibi", families=("transformer",), acts=LOGITS, build="posenc.encodings.attention_bias:build_alibi",
-              checkpoint=InCheckpoint(reads=BIAS))
+              checkpoint=InCheckpoint(reads=BIAS, rebuild="posenc.analysis.bias:rebuild_alibi"))
 register_kind("t5", families=("transformer",), acts=LOGITS, build="posenc.encodings.attention_bias:build_t5",
-              checkpoint=InCheckpoint(markers=(RELATIVE_BIAS_KEY,), reads=BIAS))
+              checkpoint=InCheckpoint(markers=(RELATIVE_BIAS_KEY,), reads=BIAS,
+                                      rebuild="posenc.analysis.bias:rebuild_t5"))
 register_kind("none", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.none:build_side")
+register_kind("shaw", families=("transformer",), acts=KEYS_VALUES, build="posenc.encodings.shaw:build_side",
+              checkpoint=InCheckpoint(markers=(RELATIVE_KEYS_KEY.replace("{layer}", "0"),), reads=VECTORS,
+                                      rebuild="posenc.analysis.vectors:rebuild_shaw"),
+              options=ShawOptions)
+register_kind("shape", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.shifted:build_shape",
+              checkpoint=InCheckpoint(reads=SINUSOID), options=ShapeOptions)
+register_kind("cape", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.shifted:build_cape",
+              checkpoint=InCheckpoint(reads=SINUSOID), options=CapeOptions)
 
-# The built-in kinds, as registered above (fixed when this module is imported: the contracts, the
-# harness's ``pe=`` and the report name these). A kind registered later, from outside the package,
-# is seen by the plugin, which reads the registry when fairseq builds its parser and its models.
-KINDS = kind_names()
-FAMILY_KINDS = {family: kind_names(family) for family in FAMILIES}
-# Kinds that add a bias, a function of the relative distance key - query, to a side's
-# self-attention logits.
-ATTENTION_BIAS_KINDS = tuple(k.name for k in registered_kinds() if k.acts == LOGITS)
-# Kinds that act inside a side's self-attention and add nothing to the token embeddings.
-SELF_ATTENTION_KINDS = tuple(k.name for k in registered_kinds() if k.acts != EMBEDDINGS)
+# The kinds registered above, in this order (the contracts and the presets name them); the registry
+# itself may hold more, registered later from outside the package.
+BUILTIN_KINDS = kind_names()
 
-# What ``pe=`` may name: a kind that ``placement`` puts somewhere (``none`` is a placement).
-PE_KINDS = tuple(k for k in KINDS if k != "none")
+
+def pe_kinds(family: str = None) -> tuple:
+    """What ``pe=`` may name (of ``family``, if given): a registered kind that ``placement`` puts
+    somewhere (``none`` is a placement)."""
+    return tuple(k for k in kind_names(family) if k != "none")
 
 
 def side_kinds(placement: str, pe: str):
@@ -198,10 +428,9 @@ def side_kinds(placement: str, pe: str):
             pe if placement in ("both", "target") else "none")
 
 
-def family_pe_kinds(family: str = None):
-    """The ``pe=`` values a family can do (any family's, if None), read live: a kinds file
-    (``kinds_module=``, ``posenc.kinds_file``) registers its kinds after this module is imported."""
-    return tuple(k for k in kind_names(family) if k != "none")
+def family_pe_kinds(family: str):
+    """The ``pe=`` values a family can do."""
+    return pe_kinds(family) if family in FAMILIES else ()
 
 
 def grid_skip_reason(family: str, pe: str, placement: str):

@@ -55,8 +55,8 @@ def test_the_three_runs_differ_in_their_position_flags_only():
             stock["encoder_attention_heads"], stock["decoder_layers"]) == ("512", "1024", "6", "4", "6")
     assert (rope["encoder_pos"], rope["decoder_pos"]) == ("rope", "rope")
     assert (sinusoidal["encoder_pos"], sinusoidal["decoder_pos"]) == ("sinusoidal", "sinusoidal")
-    from posenc.fairseq_plugin.options import POSITION_SETTINGS
+    from posenc.kinds import position_settings
 
-    ours = {"arch", "_name", *POSITION_SETTINGS}
+    ours = {"arch", "_name", *position_settings()}
     for other in (sinusoidal, rope):
         assert {k: v for k, v in other.items() if k not in ours} == {k: v for k, v in stock.items() if k not in ours}

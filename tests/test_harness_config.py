@@ -175,10 +175,9 @@ def test_placement_maps_to_the_side_flags(placement, expected):
 
 @pytest.mark.parametrize("overrides,message", [
     (["placement=sideways"], "placement='sideways' is not allowed; allowed: both, source, target, none"),
-    (["pe=xpos"], "pe='xpos' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5"),
-    (["pe=rope"], "pe='rope' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
-    (["pe=alibi"], "pe='alibi' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
-    (["pe=t5"], "pe='t5' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal"),
+    (["pe=xpos"], "pe='xpos' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5, shaw, shape, cape"),
+    *[([f"pe={k}"], f"pe='{k}' is not possible for model=fconv_small (fconv); allowed: learned, sinusoidal, shape, "
+       "cape") for k in ("rope", "alibi", "t5", "shaw")],
 ])
 def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
     with pytest.raises(ConfigError) as err:
@@ -196,9 +195,9 @@ def test_attention_bias_kinds_reach_the_transformer_flags(pe):
 
 @pytest.mark.parametrize("experiment", ["pe_grid", "extrapolation", "extrapolation_multi30k"])
 def test_kind_sweeps_cover_every_kind(experiment):
-    from posenc.kinds import PE_KINDS
+    from posenc.kinds import BUILTIN_KINDS
     grid = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
-    assert grid.pe.split(",") == list(PE_KINDS)
+    assert grid.pe.split(",") == [k for k in BUILTIN_KINDS if k != "none"]
 
 
 def test_extrapolation_preset_scores_the_long_split_on_the_transformer():
@@ -209,7 +208,7 @@ def test_extrapolation_preset_scores_the_long_split_on_the_transformer():
     params = cfg.hydra.sweeper.params
     cells = [(pe, placement, seed) for pe in params.pe.split(",") for placement in params.placement.split(",")
              for seed in str(params.seed).split(",") if grid_skip_reason("transformer", pe, placement) is None]
-    assert len(cells) == 5 * 2 * 3 + 3  # each kind on both sides and on the source side, plus none
+    assert len(cells) == 8 * 2 * 3 + 3  # each kind on both sides and on the source side, plus none
 
 
 def test_the_multi30k_extrapolation_preset_splits_multi30k_by_length_on_both_sides():
@@ -276,4 +275,5 @@ def test_a_grid_sweep_refuses_a_misspelt_value_instead_of_skipping_it(tmp_path):
                    f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == \
-        "posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5"
+        ("posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5, shaw, "
+         "shape, cape")

@@ -4,6 +4,7 @@ registration is checked, and a kind registered outside the package (``tests/toy_
 
 import importlib
 import sys
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 from fairseq_helpers import DummyTask, build, decoder_output, parse_args, random_batch
 from fairseq_tools import REPO, fairseq, train
 from posenc import kinds
-from posenc.kinds import EMBEDDINGS, LOGITS, QUERIES_KEYS, InCheckpoint, register_kind
+from posenc.kinds import EMBEDDINGS, KEYS_VALUES, LOGITS, QUERIES_KEYS, InCheckpoint, option, register_kind
 
 TOY = REPO / "tests" / "toy_kind"
 SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
@@ -21,21 +22,35 @@ SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small
 def registry(monkeypatch):
     """A registry of the built-in kinds for one test, the toy module imported afresh into it (this
     process may have imported it already: the doc tests parse docs/plugin.md's --user-dir tests/toy_kind)."""
-    monkeypatch.setattr(kinds, "_REGISTRY", {k: v for k, v in kinds._REGISTRY.items() if k in kinds.KINDS})
+    monkeypatch.setattr(kinds, "_REGISTRY", {k: v for k, v in kinds._REGISTRY.items() if k in kinds.BUILTIN_KINDS})
     sys.modules.pop("toy_kind", None)
     yield kinds
     sys.modules.pop("toy_kind", None)
 
 
-def test_the_built_in_kinds_are_the_contracts():
-    # CONTRACTS.md: the six kinds; fconv refuses the ones that act in attention.
-    assert kinds.KINDS == ("learned", "sinusoidal", "rope", "alibi", "t5", "none")
-    assert kinds.FAMILY_KINDS == {"fconv": ("learned", "sinusoidal", "none"), "transformer": kinds.KINDS}
-    assert kinds.ATTENTION_BIAS_KINDS == ("alibi", "t5") and kinds.SELF_ATTENTION_KINDS == ("rope", "alibi", "t5")
-    assert kinds.PE_KINDS == ("learned", "sinusoidal", "rope", "alibi", "t5")
-    assert {k.name: k.acts for k in kinds.registered_kinds()} == {
+def test_the_built_in_kinds_are_the_contracts(registry):
+    # CONTRACTS.md's six kinds, then issue 31's; fconv refuses the ones that act in attention.
+    assert registry.BUILTIN_KINDS == ("learned", "sinusoidal", "rope", "alibi", "t5", "none", "shaw", "shape", "cape")
+    assert registry.kind_names("fconv") == ("learned", "sinusoidal", "none", "shape", "cape")
+    assert registry.kind_names("transformer") == registry.BUILTIN_KINDS
+    assert registry.pe_kinds() == tuple(k for k in registry.BUILTIN_KINDS if k != "none")
+    assert {k.name: k.acts for k in registry.registered_kinds()} == {
         "learned": EMBEDDINGS, "sinusoidal": EMBEDDINGS, "rope": QUERIES_KEYS, "alibi": LOGITS, "t5": LOGITS,
-        "none": EMBEDDINGS}
+        "none": EMBEDDINGS, "shaw": KEYS_VALUES, "shape": EMBEDDINGS, "cape": EMBEDDINGS}
+
+
+def test_the_registry_is_read_live(registry):
+    """A kind registered after import is in every answer the registry gives: the harness's pe=,
+    the family's kinds, the kinds acting on logits, the settings the plugin records."""
+    @dataclass
+    class FlatOptions:
+        flat_height: float = option(0.5, "how high")
+
+    register_kind("flat", families="transformer", acts=LOGITS, build=lambda side: None, options=FlatOptions)
+    assert registry.pe_kinds()[-1] == "flat" and registry.kind_names("fconv")[-1] == "cape"
+    assert "flat" in registry.kinds_acting(LOGITS) and registry.family_pe_kinds("transformer")[-1] == "flat"
+    assert "flat_height" in registry.position_settings("transformer")
+    assert "flat_height" not in registry.position_settings("fconv")
 
 
 @pytest.mark.parametrize("name,options,message", [
@@ -43,7 +58,8 @@ def test_the_built_in_kinds_are_the_contracts():
     ("Ramp-2", {}, "name 'Ramp-2' is not allowed"),
     ("ramp", {"families": ("rnn",)}, "families rnn not allowed; allowed: fconv, transformer"),
     ("ramp", {"families": ()}, "families (none) not allowed"),
-    ("ramp", {"acts": "values"}, "acts='values' is not allowed; allowed: embeddings, queries_keys, logits"),
+    ("ramp", {"acts": "values"},
+     "acts='values' is not allowed; allowed: embeddings, queries_keys, logits, keys_values"),
     ("ramp", {"acts": LOGITS}, "fconv cannot host a kind that acts on logits; allowed: embeddings"),
     ("ramp", {"checkpoint": InCheckpoint(reads="weights")}, "reads='weights' is not allowed"),
     ("ramp", {"build": 3}, "build must be a callable or 'module:function'"),
@@ -52,7 +68,7 @@ def test_a_registration_is_checked(registry, name, options, message):
     options = {"families": ("fconv", "transformer"), "acts": EMBEDDINGS, "build": lambda side: None, **options}
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         register_kind(name, **options)
-    assert registry.kind_names() == registry.KINDS
+    assert registry.kind_names() == registry.BUILTIN_KINDS
 
 
 def test_an_unknown_kind_names_the_registered_ones():
@@ -63,7 +79,8 @@ def test_an_unknown_kind_names_the_registered_ones():
 @pytest.mark.parametrize("family", ["fconv", "transformer"])
 def test_a_kind_registered_outside_the_package_is_built_by_the_plugin(registry, family):
     toy = importlib.import_module("toy_kind")  # what fairseq does with --user-dir tests/toy_kind
-    assert registry.kind_names(family)[-1] == "ramp" and "ramp" not in registry.KINDS
+    toys = ("ramp",) if family == "fconv" else ("ramp", "swirl", "gate", "nudge")  # fconv hosts embeddings only
+    assert registry.kind_names(family)[-len(toys):] == toys and "ramp" not in registry.BUILTIN_KINDS
     args = parse_args(SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp")  # argparse's choices
     task = DummyTask()
     model, _ = build(SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp", task=task)
@@ -88,30 +105,93 @@ def test_the_toy_kind_adds_its_ramp_from_the_first_real_token(registry):
     assert torch.equal(ramp(tokens, incremental_state={}), out[:, -1:])  # a decoding step: the newest position
 
 
+# The toy kinds of tests/toy_kind, one per act: (family, kind, a state-dict key its training moves
+# away from zero or from its initial value, or None for a kind without parameters).
+TOYS = [("fconv", "ramp", "{side}.embed_positions.slope"), ("transformer", "ramp", "{side}.embed_positions.slope"),
+        ("transformer", "swirl", None), ("transformer", "gate", "{side}.relative_attention_bias.u"),
+        ("transformer", "nudge", "{side}.layers.0.self_attn.relative.values")]
+
+
+@pytest.mark.parametrize("kind,acts", [("ramp", EMBEDDINGS), ("swirl", QUERIES_KEYS), ("gate", LOGITS),
+                                       ("nudge", KEYS_VALUES)])
+def test_the_toy_kinds_cover_every_act_and_decode_incrementally_as_in_full(registry, kind, acts):
+    importlib.import_module("toy_kind")
+    assert registry.position_kind(kind).acts == acts and set(kinds.ACTS) == {EMBEDDINGS, QUERIES_KEYS, LOGITS,
+                                                                             KEYS_VALUES}
+    task = DummyTask()
+    model, args = build("posenc_transformer_small", "--encoder-pos", kind, "--decoder-pos", kind, task=task)
+    none, _ = build("posenc_transformer_small", "--encoder-pos", "none", "--decoder-pos", "none", task=task)
+    with torch.no_grad():  # the zero-initialised toys made visible
+        for name, p in model.named_parameters():
+            if name not in none.state_dict():
+                p.normal_(std=0.3)
+    src, src_lengths, prev = random_batch(task.source_dictionary, bsz=2, tgt_len=6)
+    prev[-1, -1] = task.source_dictionary.index("w3")  # no padding inside a decoded prefix
+    full = decoder_output(model, src, src_lengths, prev)
+    none.load_state_dict({k: v for k, v in model.state_dict().items() if k in none.state_dict()})
+    assert not torch.allclose(full, decoder_output(none, src, src_lengths, prev), atol=1e-4)  # the kind acts
+    with torch.no_grad():
+        encoder_out = model.encoder(src, src_lengths)
+        state = {}
+        steps = [model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)[0] for t in range(6)]
+    assert torch.allclose(torch.cat(steps, dim=1), full, atol=1e-4)
+
+
+def test_a_toy_kinds_options_are_flags_recorded_in_the_args(registry):
+    importlib.import_module("toy_kind")
+    assert parse_args("posenc_transformer_small").swirl_angle == 0.3  # resolved even when unused
+    assert parse_args("posenc_transformer_small", "--swirl-angle", "0.7").swirl_angle == 0.7
+    assert not hasattr(parse_args("posenc_fconv_small"), "swirl_angle")  # fconv cannot host swirl
+
+
+def test_a_query_dependent_logits_term_sees_the_queries(registry):
+    """``gate`` declares ``uses_query``: the attention hands it the scaled queries of each layer."""
+    toy = importlib.import_module("toy_kind")
+    seen = []
+    original = toy.QueryGate.forward
+    toy.QueryGate.forward = lambda self, *a, query=None, **k: seen.append(query.shape) or original(
+        self, *a, query=query, **k)
+    try:
+        task = DummyTask()
+        model, args = build("posenc_transformer_small", "--encoder-pos", "gate", "--decoder-pos", "none", task=task)
+        src, src_lengths, prev = random_batch(task.source_dictionary, src_len=7)
+        decoder_output(model, src, src_lengths, prev)
+    finally:
+        toy.QueryGate.forward = original
+    head_dim = args.encoder_embed_dim // args.encoder_attention_heads
+    assert seen == [(3, args.encoder_attention_heads, 7, head_dim)] * args.encoder_layers
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["fconv", "transformer"])
-def test_a_kind_registered_outside_the_package_trains_and_decodes_through_fairseq(reversal_corpus, tmp_path, family):
-    """``--user-dir tests/toy_kind`` (which imports the plugin and registers ``ramp``) is all it takes."""
+@pytest.mark.parametrize("family,kind,key", TOYS)
+def test_a_kind_registered_outside_the_package_trains_and_decodes_through_fairseq(reversal_corpus, tmp_path, family,
+                                                                                   kind, key):
+    """``--user-dir tests/toy_kind`` (which imports the plugin and registers the toys) is all it takes."""
     from posenc.analysis.checkpoint import extract_tables
     from posenc.analysis.checkpoint_file import load_checkpoint, model_args
 
-    train(reversal_corpus, tmp_path / "ckpt", SMALL[family], "--encoder-pos", "ramp", "--decoder-pos", "ramp",
+    train(reversal_corpus, tmp_path / "ckpt", SMALL[family], "--encoder-pos", kind, "--decoder-pos", kind,
           cwd=tmp_path, user_dir=TOY)
     checkpoint = tmp_path / "ckpt" / "checkpoint_last.pt"
     ckpt = load_checkpoint(str(checkpoint))
     args = model_args(ckpt)
-    assert (args["encoder_pos"], args["decoder_pos"]) == ("ramp", "ramp")
+    assert (args["encoder_pos"], args["decoder_pos"]) == (kind, kind)
+    if kind == "swirl":
+        assert args["swirl_angle"] == 0.3  # its option, recorded
     for side in ("encoder", "decoder"):
-        slope = ckpt["model"][f"{side}.embed_positions.slope"]
-        assert not torch.allclose(slope, torch.full_like(slope, 0.01))  # training reached it
+        if key is None:
+            continue
+        trained = ckpt["model"][key.format(side=side)]
+        initial = torch.full_like(trained, 0.01 if kind == "ramp" else 0.0)
+        assert not torch.allclose(trained, initial)  # training reached it
     out = fairseq("fairseq-generate", reversal_corpus, "--user-dir", TOY, "--path", checkpoint,
                   "--beam", "2", "--batch-size", "8", "--required-batch-size-multiple", "1",
                   "--max-len-a", "1.2", "--max-len-b", "5", "--cpu", cwd=tmp_path)
     assert len([line for line in out.stdout.splitlines() if line.startswith("H-")]) == 21
     # posenc-pe, which knows only the built-in kinds, keeps the recorded name and finds no table.
     tables = extract_tables(ckpt, require_table=False)
-    assert {side: (t.kind, t.table) for side, t in tables.items()} == {"encoder": ("ramp", None),
-                                                                       "decoder": ("ramp", None)}
+    assert {side: (t.kind, t.table) for side, t in tables.items()} == {"encoder": (kind, None),
+                                                                       "decoder": (kind, None)}
 
 
 @pytest.mark.slow

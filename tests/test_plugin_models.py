@@ -6,14 +6,16 @@ import pytest
 import torch
 
 from fairseq_helpers import PAD, DummyTask, build, decoder_output, parse_args, random_batch
-from posenc.fairseq_plugin.options import POSITION_SETTINGS
-from posenc.kinds import FAMILY_KINDS
+from posenc.kinds import BUILTIN_KINDS, find_kind, position_settings
 
 FCONV_ARCHS = ["fconv", "fconv_iwslt_de_en", "fconv_wmt_en_ro", "fconv_wmt_en_de", "fconv_wmt_en_fr"]
 TRANSFORMER_ARCHS = ["transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
                      "transformer_vaswani_wmt_en_de_big"]
 SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
-OUR_KEYS = {"arch", *POSITION_SETTINGS}
+OUR_KEYS = {"arch", *position_settings()}
+# The built-in kinds of each family (the registry may hold more, registered by other tests).
+FAMILY_KINDS = {family: tuple(k for k in BUILTIN_KINDS if family in find_kind(k).families)
+                for family in ("fconv", "transformer")}
 
 
 def assert_loads_strictly_and_matches(stock, ours, task):
@@ -118,7 +120,7 @@ def test_rope_adds_no_parameters():
     rope, _ = build("posenc_transformer_small", "--encoder-pos", "rope", "--decoder-pos", "rope")
     assert none.state_dict().keys() == rope.state_dict().keys()
     assert sum(p.numel() for p in none.parameters()) == sum(p.numel() for p in rope.parameters())
-    assert all(type(layer.self_attn).__name__ == "RotaryMultiheadAttention" for layer in rope.encoder.layers)
+    assert all(type(layer.self_attn).__name__ == "PositionalSelfAttention" for layer in rope.encoder.layers)
     assert all(type(layer.encoder_attn).__name__ == "MultiheadAttention" for layer in rope.decoder.layers)
 
 
@@ -319,7 +321,9 @@ def test_build_refuses_rope_for_fconv_in_process():
 def test_args_record_every_resolved_position_setting(arch, scale):
     """fairseq saves the args in the checkpoint: every unset position flag is resolved in them."""
     args = parse_args(arch)
-    assert (args.sinusoidal_variant, args.sinusoidal_base, args.rope_base) == ("fairseq", 10000.0, 10000.0)
+    assert (args.sinusoidal_variant, args.sinusoidal_base) == ("fairseq", 10000.0)
+    # Each family records the options of the kinds it serves: fconv has no RoPE, the Transformer has.
+    assert getattr(args, "rope_base", None) == (10000.0 if "transformer" in arch else None)
     assert args.sinusoidal_scale == pytest.approx(scale, rel=1e-15)
     args = parse_args(arch, "--sinusoidal-scale", "0.5", "--sinusoidal-base", "500", "--sinusoidal-variant", "paper")
     assert (args.sinusoidal_scale, args.sinusoidal_base, args.sinusoidal_variant) == (0.5, 500.0, "paper")

@@ -9,7 +9,7 @@ from fairseq.modules import MultiheadAttention
 
 from fairseq_helpers import PAD, DummyTask, build
 from posenc.encodings import RotaryEmbedding
-from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
+from posenc.fairseq_plugin.positional_attention import PositionalSelfAttention
 
 
 def reference_angles(positions: int, head_dim: int, base: float = 10000.0) -> torch.Tensor:
@@ -80,8 +80,7 @@ def attention_pair(seed=0):
     with torch.no_grad():  # nonzero biases, so a dropped bias would show
         for proj in (stock.q_proj, stock.k_proj, stock.v_proj, stock.out_proj):
             proj.bias.normal_()
-    ours = RotaryMultiheadAttention.from_attention(stock)
-    ours.rotary = NoRotation(ours.head_dim)
+    ours = PositionalSelfAttention.from_attention(stock, "rope", rotary=NoRotation(stock.head_dim))
     return stock.eval(), ours.eval()
 
 
@@ -166,7 +165,7 @@ def test_rotation_switched_on_changes_the_attention():
     """The reference tests above would pass for any module that ignores ``rotary``; this one
     shows the module does rotate."""
     stock, _ = attention_pair()
-    ours = RotaryMultiheadAttention.from_attention(stock).eval()
+    ours = PositionalSelfAttention.from_attention(stock, "rope", rotary=RotaryEmbedding(stock.head_dim)).eval()
     x, left_pad, _ = inputs()
     with torch.no_grad():
         want, _ = stock(x, x, x, key_padding_mask=left_pad)

@@ -142,25 +142,31 @@ def checkpoint_report(path: str, *, padding_idx=None, max_len=None, run_probes: 
     """Extract the encoder and decoder position tables of a fairseq checkpoint and run the table
     measurements on each; compare them when both exist with the same width. A side with a
     relative attention bias (t5, alibi) gets its bias per head and distance under
-    ``relative_bias`` instead. ``require_table``: a CheckpointError when no side has either."""
-    from posenc.analysis.bias import extract_biases
+    ``relative_bias`` instead, one with relative key and value vectors (shaw) those per layer and
+    distance under ``relative_vectors``. ``require_table``: a CheckpointError when no side has either."""
+    from posenc.analysis.bias import extract_rebuilt
     from posenc.analysis.bias_summary import bias_summary
     from posenc.analysis.checkpoint import extract_tables, first_layer_attention, nothing_to_analyse, token_embedding
     from posenc.analysis.checkpoint_file import checkpoint_family, load_checkpoint, model_args
     from posenc.analysis.scale import token_norms
+    from posenc.analysis.vectors import vectors_summary
+    from posenc.kinds import BIAS, VECTORS
 
     ckpt = load_checkpoint(path)
     tables = extract_tables(ckpt, padding_idx=padding_idx, max_len=max_len, require_table=False)
-    biases, why = extract_biases(ckpt, {side: pt.kind for side, pt in tables.items()}, max_len=max_len)
-    if require_table and not biases and all(pt.table is None for pt in tables.values()):
+    rebuilt, why = extract_rebuilt(ckpt, {side: pt.kind for side, pt in tables.items()}, max_len=max_len)
+    if require_table and not rebuilt and all(pt.table is None for pt in tables.values()):
         raise nothing_to_analyse(tables, why)
     args = model_args(ckpt)
     sides, extras = {}, {}
     for side, pt in tables.items():
         entry = {"kind": pt.kind, "source": pt.source, "notes": pt.notes + ([why[side]] if side in why else [])}
-        if side in biases:
-            entry["source"] = biases[side].source
-            entry["relative_bias"] = bias_summary(biases[side])
+        if side in rebuilt:  # what the kind's registration rebuilds, under the key of what it is
+            reads, result = rebuilt[side]
+            entry["source"] = result.source
+            key, summary = {BIAS: ("relative_bias", bias_summary),
+                            VECTORS: ("relative_vectors", vectors_summary)}[reads]
+            entry[key] = summary(result)
         if pt.table is not None:
             w_q, w_k, heads, scaling, attn_note = first_layer_attention(ckpt, side)
             attention = (w_q, w_k, heads, scaling) if w_q is not None and w_q.size(1) == pt.table.size(1) else None

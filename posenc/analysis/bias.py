@@ -1,8 +1,11 @@
-"""Relative attention biases inside a fairseq checkpoint (``t5``, ``alibi``): what each head adds
-to a self-attention logit, as a function of the relative distance ``key - query``.
+"""Relative attention biases inside a fairseq checkpoint: what each head adds to a self-attention
+logit, as a function of the relative distance ``key - query``.
 
-The bias is computed by the plugin's own modules (:mod:`posenc.encodings.attention_bias`; plain
-torch, no fairseq), built from what the checkpoint records:
+A kind whose registration reads a ``bias`` (``posenc.kinds``) names its rebuild there, a function
+``rebuild(ckpt, side, max_len) -> (RelativeBias or None, why)``; ``extract_biases`` calls it and
+knows no kind. The built-in ones, below, compute the bias with the plugin's own modules
+(:mod:`posenc.encodings.attention_bias`; plain torch, no fairseq), built from what the checkpoint
+records:
 
 - ``t5``: the learned ``(num_buckets, H)`` table ``{side}.relative_attention_bias.weight``; the
   number of buckets and heads are its shape. The plugin has no flag for T5's ``max_distance`` and
@@ -22,7 +25,7 @@ import torch
 
 from posenc.analysis.checkpoint_file import attention_heads, embed_dim, find_key, model_args
 from posenc.encodings.attention_bias import T5_MAX_DISTANCE, AlibiBias, T5RelativeBias, is_causal, t5_init_std
-from posenc.kinds import BIAS, RELATIVE_BIAS_KEY, find_kind
+from posenc.kinds import BIAS, REBUILT, RELATIVE_BIAS_KEY, find_kind
 
 DISTANCE = "key position - query position (negative: the key comes before the query)"
 
@@ -30,7 +33,7 @@ DISTANCE = "key position - query position (negative: the key comes before the qu
 @dataclass
 class RelativeBias:
     side: str
-    kind: str  # alibi | t5
+    kind: str  # the kind's registered name
     causal: bool
     heads: int
     distances: torch.Tensor  # (K,) long, key - query, ascending
@@ -39,7 +42,7 @@ class RelativeBias:
     settings: dict = field(default_factory=dict)  # t5: num_buckets, max_distance; which were defaulted
     buckets: torch.Tensor = None  # t5: (K,) the bucket of each distance
     slopes: torch.Tensor = None  # alibi: (H,)
-    weight: torch.Tensor = None  # t5: (num_buckets, H) as in the checkpoint
+    weight: torch.Tensor = None  # learned biases (t5): the weights as in the checkpoint; None for a fixed bias
     init_std: float = None  # t5: the std the plugin drew the weight from
     notes: list = field(default_factory=list)
 
@@ -56,7 +59,7 @@ def _far(max_len, default: int) -> int:
     return max_len - 1 if max_len is not None else default
 
 
-def _t5(ckpt: dict, side: str, key: str, max_len):
+def _t5(ckpt: dict, side: str, key: str, max_len, kind: str = "t5"):
     state, args = ckpt["model"], model_args(ckpt)
     weight = state[key].detach().float()
     if weight.dim() != 2 or min(weight.shape) < 1:
@@ -81,11 +84,12 @@ def _t5(ckpt: dict, side: str, key: str, max_len):
         buckets = module.buckets(1, distances.numel(), offset=far)[0]
     settings = {"num_buckets": num_buckets, "max_distance": T5_MAX_DISTANCE, "heads": heads,
                 "defaulted": ["max_distance"]}
-    return RelativeBias(side, "t5", causal, heads, distances, values.double(), key, settings, buckets=buckets,
+    return RelativeBias(side, kind, causal, heads, distances, values.double(), key, settings, buckets=buckets,
                         weight=weight, init_std=init_std, notes=notes), None
 
 
-def _alibi(ckpt: dict, side: str, max_len):
+def rebuild_alibi(ckpt: dict, side: str, max_len):
+    """The ``alibi`` registration's rebuild: the closed form from the recorded number of heads."""
     heads = attention_heads(model_args(ckpt), side)
     if heads is None:
         return None, f"alibi, but {side}_attention_heads is not recorded: the slopes follow from it"
@@ -102,33 +106,36 @@ def _alibi(ckpt: dict, side: str, max_len):
                         {"heads": heads, "defaulted": []}, slopes=module.slopes.clone(), notes=notes), None
 
 
-def _t5_side(ckpt: dict, side: str, max_len):
+def rebuild_t5(ckpt: dict, side: str, max_len):
+    """The ``t5`` registration's rebuild: the learned table of the side, through T5RelativeBias."""
     key = find_key(ckpt["model"], RELATIVE_BIAS_KEY, side)
     if key is None:
         return None, f"t5, but no {RELATIVE_BIAS_KEY.format(side=side)} in the state dict"
     return _t5(ckpt, side, key, max_len)
 
 
-# How each kind whose registration reads a bias (``posenc.kinds``) is rebuilt from a checkpoint.
-REBUILD = {"t5": _t5_side, "alibi": _alibi}
+def extract_rebuilt(ckpt: dict, kinds: dict, max_len=None):
+    """``(rebuilt, why)``: ``{side: (reads, result)}`` for the sides whose kind (``kinds[side]``) is
+    read through its registration's rebuild (``posenc.kinds.REBUILT``: a bias, relative vectors), and
+    ``{side: reason}`` for those that could not be rebuilt."""
+    rebuilt, why = {}, {}
+    for side, kind in kinds.items():
+        registered = find_kind(kind)
+        if registered is None or registered.checkpoint.reads not in REBUILT:
+            continue
+        result, reason = registered.checkpoint.rebuilder()(ckpt, side, max_len)
+        if result is None:
+            why[side] = reason
+        else:
+            rebuilt[side] = (registered.checkpoint.reads, result)
+    return rebuilt, why
 
 
 def extract_biases(ckpt: dict, kinds: dict, max_len=None):
-    """``(biases, why)``: ``{side: RelativeBias}`` for the sides whose kind (``kinds[side]``) is a
-    relative attention bias, and ``{side: reason}`` for those whose bias cannot be rebuilt."""
-    biases, why = {}, {}
-    for side, kind in kinds.items():
-        registered = find_kind(kind)
-        if registered is None or registered.checkpoint.reads != BIAS:
-            continue
-        rebuild = REBUILD.get(kind)
-        bias, reason = rebuild(ckpt, side, max_len) if rebuild else \
-            (None, f"{kind}: posenc-pe has no rebuild of its bias (posenc.analysis.bias.REBUILD)")
-        if bias is None:
-            why[side] = reason
-        else:
-            biases[side] = bias
-    return biases, why
+    """``(biases, why)``: ``{side: RelativeBias}`` for the sides whose kind reads a bias."""
+    rebuilt, why = extract_rebuilt(ckpt, kinds, max_len)
+    return {side: result for side, (reads, result) in rebuilt.items() if reads == BIAS}, why
 
 
-__all__ = ["DISTANCE", "RelativeBias", "extract_biases", "profile"]
+__all__ = ["DISTANCE", "RelativeBias", "extract_biases", "extract_rebuilt", "profile", "rebuild_alibi",
+           "rebuild_t5"]

@@ -79,7 +79,7 @@ def bias_summary(bias) -> dict:
     counts = {name: sum(h["locality"] == name for h in per_head) for name in LOCALITY}
     report = {
         "kind": bias.kind,
-        "learned": bias.kind == "t5",
+        "learned": bias.weight is not None,
         "causal": bias.causal,
         "heads": bias.heads,
         "source": bias.source,

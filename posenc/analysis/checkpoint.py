@@ -44,7 +44,6 @@ from posenc.analysis.checkpoint_file import (
 )
 from posenc.analysis.optimizer_state import trained_positions
 from posenc.encodings.defaults import (
-    ROPE_BASE,
     SINUSOID_BASE,
     SINUSOID_VARIANT,
     default_sinusoidal_scale,
@@ -52,7 +51,18 @@ from posenc.encodings.defaults import (
     usable_positions,
 )
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, check_base, model_sinusoid_table
-from posenc.kinds import BIAS, POSITION_KEY, QUERIES_KEYS, SINUSOID, TABLE, find_kind, registered_kinds
+from posenc.kinds import (
+    BIAS,
+    POSITION_KEY,
+    QUERIES_KEYS,
+    REBUILT,
+    SINUSOID,
+    TABLE,
+    VECTORS,
+    find_kind,
+    kind_options,
+    registered_kinds,
+)
 
 SIDES = ("encoder", "decoder")
 SELF_ATTENTION_KEY = "{side}.layers.0.self_attn.{proj}.weight"
@@ -199,6 +209,13 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
                                          settings["base"])[pad + 1 :].to(torch.float64)
             notes = [f"rebuilt as the model builds it: rows {pad + 1}..{pad + n} of the {settings['variant']} "
                      f"sinusoid, base {settings['base']:g}, times {settings['scale']:.6g}"]
+            trained_under = {name: value for name, value in recorded_options(kind, args).items()
+                             if not name.startswith("sinusoidal_")}
+            if trained_under:  # a sinusoid that training moved at random (SHAPE, CAPE): how far
+                settings["trained_under"] = trained_under
+                ranges = ", ".join(f"{name} {value:g}" for name, value in trained_under.items() if value is not None)
+                notes.append(f"{kind}: the plain sinusoid at inference; in training its positions moved at random "
+                             f"within {ranges or 'ranges the checkpoint does not record'}")
             if settings["defaulted"]:
                 notes.append("not recorded in the checkpoint, the plugin's defaults used: "
                              f"{', '.join(settings['defaulted'])}")
@@ -217,15 +234,32 @@ def _rotates(kind: str) -> bool:
     return registered is not None and registered.acts == QUERIES_KEYS
 
 
+def recorded_options(kind: str, args: dict) -> dict:
+    """A kind's options as the checkpoint records them (``{}`` for a kind without options or one
+    this process does not know); a field it does not record is None."""
+    registered = find_kind(kind)
+    return kind_options(registered, args) if registered is not None else {}
+
+
+def _options_text(kind: str, args: dict) -> str:
+    options = recorded_options(kind, args)
+    return ", ".join(f"{name} {value:g}" if isinstance(value, (int, float)) else f"{name} {value}"
+                     for name, value in options.items() if value is not None)
+
+
 def _tableless_note(kind: str, side: str, args: dict) -> str:
     """Why a side has no table, in the reader's terms."""
+    options = _options_text(kind, args)
+    options = f" ({options})" if options else ""
     if _rotates(kind):
-        base = args.get("rope_base")
-        rope = (f" (base {float(base or ROPE_BASE):g}{'' if base else ', the default'})" if kind == "rope" else "")
-        return f"{kind} rotates queries and keys inside self-attention{rope}: no position table or bias to analyse"
-    if what_is_read(kind, False) == BIAS:
+        return f"{kind} rotates queries and keys inside self-attention{options}: no position table or bias to analyse"
+    reads = what_is_read(kind, False)
+    if reads == BIAS:
         return (f"{kind}: a relative bias on the self-attention logits, no position table "
                 "(its bias is under relative_bias)")
+    if reads == VECTORS:
+        return (f"{kind}{options}: relative vectors added to the keys and values of self-attention, no position "
+                "table (they are under relative_vectors)")
     return f"no {POSITION_KEY.format(side=side)} in the state dict"
 
 
@@ -234,7 +268,7 @@ def nothing_to_analyse(tables: dict, why=None) -> CheckpointError:
     bias on any side; ``why``: ``{side: reason}`` for sides whose bias could not be rebuilt."""
     looked = ", ".join(POSITION_KEY.format(side=s) for s in SIDES)
     kinds = ", ".join(f"{s}: {t.kind}" + (f" ({why[s]})" if why and why.get(s) else "") for s, t in tables.items())
-    rebuilt = [k.name for k in registered_kinds() if k.checkpoint.reads in (SINUSOID, BIAS)]
+    rebuilt = [k.name for k in registered_kinds() if k.checkpoint.reads in (SINUSOID, *REBUILT)]
     settings = ", ".join(rebuilt[:-1]) + (" or " if len(rebuilt) > 1 else "") + rebuilt[-1]
     message = (f"no position table or relative attention bias in the checkpoint: looked for {looked} "
                f"(and a {settings} setting in its cfg/args; found {kinds})")

@@ -294,9 +294,10 @@ def cosine_grid(tables: dict, path, title):
 __all__ += ["bases_figure", "cosine_grid", "sweep_scatter"]
 
 
-def bias_profiles(series: dict, path, title):
+def bias_profiles(series: dict, path, title, ylabel="bias added to the logit"):
     """One panel per ``label -> (distances (K,), bias (H, K), head labels)``: the bias each head
-    adds to an attention logit against the distance key - query, one line per head."""
+    adds to an attention logit against the distance key - query, one line per head (or any other
+    per-distance value, one line per row, under ``ylabel``)."""
     labels = list(series)
     fig, axes = _new(5.5 * len(labels), 4.2, ncols=len(labels))
     for ax, label in zip(axes[0], labels):
@@ -315,7 +316,7 @@ def bias_profiles(series: dict, path, title):
             ax.set_xticklabels([str(t) for t in ticks], fontsize=7)
         ax.set_xlim(d.min() * 1.05 - 0.5, d.max() * 1.05 + 0.5)
         ax.set_xlabel("distance key - query (negative: key before the query)")
-        ax.set_ylabel("bias added to the logit")
+        ax.set_ylabel(ylabel)
         ax.set_title(label, fontsize=9)
         ax.legend(fontsize=6, ncol=2 if b.shape[0] > 8 else 1)
     fig.suptitle(title, fontsize=10)

@@ -14,6 +14,7 @@ from statistics import fmean
 from posenc.cells.layout import BEST, CHECKPOINTS, best_checkpoint
 from posenc.cells.record import OK
 from posenc.cells.sweep import MISSING, UNREADABLE, Cell, read_sweep
+from posenc.kinds import EMBEDDINGS, TABLE, find_kind
 
 CHECKPOINT = Path(CHECKPOINTS) / BEST
 SIDES = ("encoder", "decoder")
@@ -49,6 +50,18 @@ CELL_COLUMNS = ("cell", "placement", "pe", "seed", "status", "bleu", "valid_ppl"
 WHY = {MISSING: "planned in multirun.yaml, no result.json",
        UNREADABLE: "its result.json could not be read as a record"}
 
+
+
+def _reads_a_table(kind: str) -> bool:
+    """A learned table (or the table of a kind this process does not know): the init yardstick applies."""
+    registered = find_kind(kind)
+    return registered is None or registered.checkpoint.reads == TABLE
+
+
+def _silent(kind: str) -> bool:
+    """A kind with nothing to read that acts on the embeddings (``none``): no note to give."""
+    registered = find_kind(kind)
+    return registered is not None and registered.acts == EMBEDDINGS and registered.checkpoint.reads is None
 
 def find_cells(sweep_dir: Path):
     """``(cells, notes)``: every cell of the sweep (``posenc.cells.sweep.Cell``: those that
@@ -89,7 +102,8 @@ def measure_cell(cell: Cell, *, max_len=None, run_probes=True, folds=5, seed=0):
         entry = (report or {}).get("tables", {}).get(side, {})
         for suffix, read in SIDE_COLUMNS:
             row[f"{SIDE_PREFIX[side]}_{suffix}"] = _safe(read, entry)
-        if entry.get("kind") not in (None, "none") and "positions" not in entry and "relative_bias" not in entry:
+        measured = "positions" in entry or "relative_bias" in entry or "relative_vectors" in entry
+        if entry.get("kind") is not None and not measured and not _silent(entry["kind"]):
             notes += [f"{side}: {n}" for n in entry.get("notes", [])]  # why nothing was measured
     row["note"] = "; ".join(notes)
     return row, report, extras
@@ -110,7 +124,7 @@ def init_references(rows, reports, *, run_probes=True, folds=5, seed=0, draws=5)
         report = reports.get(row["cell"])
         for side in SIDES:
             entry = (report or {}).get("tables", {}).get(side, {})
-            if entry.get("kind") == "learned" and entry.get("positions"):
+            if entry.get("positions") and _reads_a_table(entry.get("kind")):
                 std = FCONV_INIT_STD if report.get("family") == "fconv" else entry["dim"] ** -0.5
                 shapes.setdefault((side, entry["positions"], entry["dim"], std), []).append(row["cell"])
     refs = []

@@ -219,7 +219,39 @@ def checkpoint_figures(report: dict, extras: dict, out_dir: str) -> list:
                     f"{'causal' if b['causal'] else 'bidirectional'}"] = (b["distances"], b["bias"], heads)
         figs.append(plots.bias_profiles(series, os.path.join(out_dir, "relative_bias.png"),
                                         "relative attention bias per head against the distance key - query"))
+    vectors = {side: t["relative_vectors"] for side, t in report["tables"].items() if "relative_vectors" in t}
+    for measure, ylabel in (("norm", "norm of the vector"), ("cosine_with_distance_0", "cosine with distance 0")):
+        if vectors:
+            series = {f"{side}: {v['kind']} {table} ({'a^K' if table == 'keys' else 'a^V'})":
+                      (v["distances"], v[table][measure], [f"layer {i}" for i in range(len(v[table][measure]))])
+                      for side, v in vectors.items() for table in ("keys", "values")}
+            figs.append(plots.bias_profiles(series, os.path.join(out_dir, f"relative_vectors_{measure}.png"),
+                                            "relative key and value vectors per layer against the distance key - "
+                                            "query (clipped)", ylabel=ylabel))
     return [os.path.basename(f) for f in figs]
+
+
+def _vectors_markdown(side: str, v: dict) -> list:
+    """A side's relative key and value vectors: per layer, their norms at distance 0 and at the
+    clipping distance each way, and how far neighbouring distances' vectors are apart."""
+    k = v["settings"]["max_distance"]
+    lines = [f"### {side}: {v['kind']}", "",
+             f"Learned vectors added to the keys (a^K) and values (a^V) of each self-attention layer for the "
+             f"distance key - query clipped to -{k}..{k} ({v['settings']['layers']} layers, head width "
+             f"{v['settings']['head_dim']}, shared by the heads). *step*: the mean norm of the difference between "
+             "the vectors of neighbouring distances over the mean vector norm (0: distance makes no difference).", "",
+             f"| layer | table | norm at -{k} | norm at 0 | norm at +{k} | cosine(-1, 0) | cosine(+1, 0) | step |",
+             "|---|---|---|---|---|---|---|---|"]
+    for table in ("keys", "values"):
+        p = v[table]
+        for layer, norms in enumerate(p["norm"]):
+            cos = p["cosine_with_distance_0"][layer]
+            lines.append(f"| {layer} | {'a^K' if table == 'keys' else 'a^V'} | {fmt(norms[0])} | {fmt(norms[k])} | "
+                         f"{fmt(norms[-1])} | {fmt(cos[k - 1])} | {fmt(cos[k + 1])} | "
+                         f"{fmt(p['neighbour_step_over_norm'][layer])} |")
+    if v.get("notes"):
+        lines += ["", "Notes: " + "; ".join(v["notes"]) + "."]
+    return lines
 
 
 def _bias_markdown(side: str, b: dict) -> list:
@@ -275,6 +307,9 @@ def checkpoint_markdown(report: dict) -> str:
         for side, b in biases.items():
             lines += _bias_markdown(side, b) + [""]
         lines += [_BIAS_DEFINITIONS, ""]
+    for side, t in T.items():
+        if "relative_vectors" in t:
+            lines += _vectors_markdown(side, t["relative_vectors"]) + [""]
     if has_table:
         lines += ["## Position tables", ""]
         lines += _table_markdown(report, names)

@@ -39,7 +39,7 @@ def t5_init_std(embed_dim: int) -> float:
     return embed_dim ** -0.5
 
 
-class _LengthCache:
+class LengthCache:
     """A small LRU map from a hashable key to a tensor (lengths vary from batch to batch)."""
 
     def __init__(self, size: int = 2):
@@ -89,7 +89,7 @@ class AlibiBias(nn.Module):
         self.num_heads = num_heads
         self.causal = causal
         self.register_buffer("slopes", alibi_slopes(num_heads), persistent=False)
-        self._cache = _LengthCache()
+        self._cache = LengthCache()
 
     def _make(self, q_len, k_len, offset, dtype):
         relative = relative_positions(q_len, k_len, offset, self.slopes.device)  # j - i
@@ -146,7 +146,7 @@ class T5RelativeBias(nn.Module):
         self.max_distance = max_distance
         self.weight = nn.Parameter(torch.empty(num_buckets, num_heads))
         nn.init.normal_(self.weight, std=init_std)
-        self._cache = _LengthCache()
+        self._cache = LengthCache()
 
     def buckets(self, q_len: int, k_len: int, offset: int = 0) -> torch.Tensor:
         """Bucket indices ``(q_len, k_len)`` long, cached per lengths."""

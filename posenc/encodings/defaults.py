@@ -9,8 +9,35 @@ import math
 
 SINUSOID_BASE = 10000.0      # Vaswani et al. (2017): wavelengths 2*pi .. 2*pi*10000
 SINUSOID_VARIANT = "fairseq"  # the stock models' layout (concatenated sin and cos halves)
+SINUSOID_VARIANTS = ("paper", "fairseq")  # Vaswani et al.'s interleaved pairs; fairseq's concatenated halves
 ROPE_BASE = 10000.0          # RoFormer's base of the rotation frequencies
 FCONV_INIT_STD = 0.1          # fconv draws token and learned position rows from N(0, 0.1)
+# Shaw et al. (2018) sec. 3.2 clip distances at k (eq. 5-6); 16 is the default issue 31 asks for
+# (the paper's experiments use k = 16 and report little change for k >= 2; quoted from memory, not
+# re-checked here).
+SHAW_MAX_DISTANCE = 16
+# SHAPE (Kiyono et al. 2021): a sequence's positions shift by k ~ U{0..K} while training. K = 40 is
+# the value the brief of issue 31 gives for butsugiri/shape's configs; it was not checked against
+# the paper or that repository here (no network): --shape-max-shift sets another.
+SHAPE_MAX_SHIFT = 40
+# CAPE (Likhomanenko et al. 2021): training-time global shift Delta ~ U[-a, a], local shift
+# epsilon_i ~ U[-b, b] and global scaling log lambda ~ U[-log c, log c] of continuous positions.
+# gcambara/cape's CAPE1d defaults are a = b = 0, c = 1 (no augmentation at all); the values below
+# are chosen here for MT-length sentences (a few tokens of global shift, half a token of local
+# jitter, 3% scaling) and were not checked against the paper's MT appendix (no network): flags set
+# others.
+CAPE_MAX_GLOBAL_SHIFT = 5.0
+CAPE_MAX_LOCAL_SHIFT = 0.5
+CAPE_MAX_GLOBAL_SCALING = 1.03
+
+
+def check_base(base: float) -> float:
+    """A base must be a finite number above 1 (at 1 every pair has the same frequency; below 1
+    the frequencies exceed 1 rad per position and alias)."""
+    base = float(base)
+    if not (math.isfinite(base) and base > 1):
+        raise ValueError(f"sinusoid base must be a finite number greater than 1, got {base:g}")
+    return base
 
 
 def default_sinusoidal_scale(family: str) -> float:
@@ -46,5 +73,6 @@ def usable_positions(family: str, max_positions_arg: int, padding_idx: int) -> i
     return max_positions_arg - padding_idx - 1 if family == "fconv" else max_positions_arg
 
 
-__all__ = ["FCONV_INIT_STD", "ROPE_BASE", "SINUSOID_BASE", "SINUSOID_VARIANT", "default_sinusoidal_scale",
-           "stock_position_kinds", "usable_positions"]
+__all__ = ["CAPE_MAX_GLOBAL_SCALING", "CAPE_MAX_GLOBAL_SHIFT", "CAPE_MAX_LOCAL_SHIFT", "FCONV_INIT_STD", "ROPE_BASE",
+           "SHAPE_MAX_SHIFT", "SHAW_MAX_DISTANCE", "SINUSOID_BASE", "SINUSOID_VARIANT", "SINUSOID_VARIANTS",
+           "check_base", "default_sinusoidal_scale", "stock_position_kinds", "usable_positions"]

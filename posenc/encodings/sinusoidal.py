@@ -14,19 +14,8 @@ import math
 import torch
 import torch.nn as nn
 
-from posenc.encodings.defaults import SINUSOID_BASE, SINUSOID_VARIANT
+from posenc.encodings.defaults import SINUSOID_BASE, SINUSOID_VARIANT, SINUSOID_VARIANTS, check_base
 from posenc.encodings.positions import make_positions
-
-SINUSOID_VARIANTS = ("paper", "fairseq")
-
-
-def check_base(base: float) -> float:
-    """A base must be a finite number above 1 (at 1 every pair has the same frequency; below 1
-    the frequencies exceed 1 rad per position and alias)."""
-    base = float(base)
-    if not (math.isfinite(base) and base > 1):
-        raise ValueError(f"sinusoid base must be a finite number greater than 1, got {base:g}")
-    return base
 
 
 def sinusoid_frequencies(dim: int, variant: str = "paper", dtype=torch.float32,
@@ -100,11 +89,14 @@ class SinusoidalPositionalEmbedding(nn.Module):
             state_dict.pop(prefix + key, None)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
-    def forward(self, tokens, incremental_state=None, timestep=None, positions=None):
-        bsz, seq_len = tokens.shape[:2]
-        needed = self.padding_idx + 1 + seq_len
+    def grow(self, needed: int) -> None:
+        """Make the table hold rows ``0 .. needed - 1``."""
         if needed > self.weights.size(0):
             self.weights = self._table(needed).to(self.weights)
+
+    def forward(self, tokens, incremental_state=None, timestep=None, positions=None):
+        bsz, seq_len = tokens.shape[:2]
+        self.grow(self.padding_idx + 1 + seq_len)
         if incremental_state is not None:
             step = int(timestep.view(-1)[0]) + 1 if timestep is not None else seq_len
             return self.weights[self.padding_idx + step, :].expand(bsz, 1, -1)
@@ -113,15 +105,17 @@ class SinusoidalPositionalEmbedding(nn.Module):
         return self.weights.index_select(0, positions.reshape(-1)).view(bsz, seq_len, -1).detach()
 
 
-def build_side(side):
-    """The ``sinusoidal`` kind of a side (``posenc.kinds.Side``), with the variant, scale and base the
-    plugin resolved into the args. fconv's reports the stock learned limit; the Transformer's the
-    module's own (the stock sinusoid's), as fairseq's does."""
+def sinusoid_arguments(side) -> dict:
+    """The keyword arguments of a side's sinusoid (``posenc.kinds.Side``): the variant, scale and base
+    the plugin resolved into the args. fconv's reports the stock learned limit; the Transformer's
+    the module's own (the stock sinusoid's), as fairseq's does."""
     args = side.args
+    common = {"variant": args.sinusoidal_variant, "scale": args.sinusoidal_scale, "base": args.sinusoidal_base}
     if side.family == "fconv":
-        return SinusoidalPositionalEmbedding(side.embed_dim, side.padding_idx, variant=args.sinusoidal_variant,
-                                             init_size=side.max_positions_arg, scale=args.sinusoidal_scale,
-                                             max_positions=side.max_positions, base=args.sinusoidal_base)
-    return SinusoidalPositionalEmbedding(side.embed_dim, side.padding_idx, variant=args.sinusoidal_variant,
-                                         init_size=side.max_positions_arg + side.padding_idx + 1,
-                                         scale=args.sinusoidal_scale, base=args.sinusoidal_base)
+        return {**common, "init_size": side.max_positions_arg, "max_positions": side.max_positions}
+    return {**common, "init_size": side.max_positions_arg + side.padding_idx + 1}
+
+
+def build_side(side):
+    """The ``sinusoidal`` kind of a side (``posenc.kinds.Side``)."""
+    return SinusoidalPositionalEmbedding(side.embed_dim, side.padding_idx, **sinusoid_arguments(side))

@@ -35,7 +35,7 @@ class PosencFConvModel(FConvModel):
     @staticmethod
     def add_args(parser):
         FConvModel.add_args(parser)
-        add_position_args(parser, allowed_kinds=kind_names("fconv"))
+        add_position_args(parser, "fconv")
 
     @classmethod
     def build_model(cls, args, task):

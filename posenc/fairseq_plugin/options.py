@@ -1,66 +1,58 @@
-"""The per-side position flags shared by both model families."""
+"""The per-side position flags shared by both model families: ``--encoder-pos`` / ``--decoder-pos``
+and each kind's own flags, made from the options dataclass of its registration (``posenc.kinds``)."""
 
 import argparse
 
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 
-from posenc.encodings.defaults import ROPE_BASE, SINUSOID_BASE, SINUSOID_VARIANT, default_sinusoidal_scale
-from posenc.encodings.sinusoidal import SINUSOID_VARIANTS, check_base
-from posenc.kinds import KINDS
-
-# The position settings fill_position_defaults resolves into the args (so checkpoints record them):
-# everything in which a posenc architecture's resolved args may differ from the stock one's.
-POSITION_SETTINGS = ("encoder_pos", "decoder_pos", "sinusoidal_variant", "sinusoidal_scale", "sinusoidal_base",
-                     "rope_base")
+from posenc.kinds import family_options, kind_names, option_default, option_parser
 
 
-def _base(text: str) -> float:
-    """argparse ``type`` of a base: a number above 1, else argparse's one-line error."""
-    try:
-        return check_base(float(text))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _checked(name: str, parse):
+    """argparse ``type`` from a field's check: its ValueError becomes argparse's one-line error."""
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{name}: {exc}") from None
+    convert.__name__ = parse.__name__ if hasattr(parse, "__name__") else name
+    return convert
 
 
-def add_position_args(parser, allowed_kinds=KINDS):
-    """``--encoder-pos`` / ``--decoder-pos`` and the knobs of the kinds.
+def add_position_args(parser, family: str):
+    """``--encoder-pos`` / ``--decoder-pos`` and the flags of every kind ``family`` serves, read from
+    the registry when fairseq builds its parser.
 
-    ``allowed_kinds`` becomes argparse ``choices``: a kind the model cannot do is refused at
-    start-up with argparse's one-line error, which names the allowed kinds.
+    The family's kinds become argparse ``choices``: a kind the model cannot do is refused at
+    start-up with argparse's one-line error, which names the allowed kinds. A flag left unset
+    stays None until ``fill_position_defaults`` resolves it.
     """
-    kinds = list(allowed_kinds)
+    kinds = list(kind_names(family))
     parser.add_argument("--encoder-pos", choices=kinds, default=None,
                         help="position signal of the encoder (source side); unset: the stock model's")
     parser.add_argument("--decoder-pos", choices=kinds, default=None,
                         help="position signal of the decoder (target side); unset: the stock model's")
-    parser.add_argument("--sinusoidal-variant", choices=list(SINUSOID_VARIANTS), default=None,
-                        help="sinusoid layout: fairseq's concatenated halves (default) or the paper's "
-                             "interleaved pairs")
-    parser.add_argument("--sinusoidal-scale", type=float, default=None,
-                        help="multiplier of the sinusoid table (default: 1 for the transformer; for fconv the "
-                             "learned table's initial norm over the sinusoid's norm, 0.1*sqrt(2))")
-    parser.add_argument("--sinusoidal-base", type=_base, default=None,
-                        help=f"base b of the sinusoid's wavelengths 2*pi .. ~2*pi*b (default {SINUSOID_BASE:g})")
-    if "rope" in kinds:
-        parser.add_argument("--rope-base", type=_base, default=None,
-                            help=f"RoPE base of the rotation frequencies (default {ROPE_BASE:g})")
-
-
-def _resolved(args, name, default):
-    value = getattr(args, name, None)
-    return default if value is None else value
+    for f in family_options(family):
+        flag = "--" + f.name.replace("_", "-")
+        extra = {"choices": list(f.metadata["choices"])} if "choices" in f.metadata else {}
+        parse = option_parser(f)
+        if parse is not None:
+            extra["type"] = _checked(flag, parse)
+        parser.add_argument(flag, default=None, help=f.metadata.get("help"), **extra)
 
 
 def fill_position_defaults(args, stock_encoder_kind: str, stock_decoder_kind: str, family: str):
-    """Resolve every position flag in place (kinds, sinusoid variant, scale and base, RoPE
-    base): the args are what fairseq saves, so a checkpoint records the values the model used,
-    and the analysis rebuilds its closed-form tables from them."""
+    """Resolve every position flag in place (the kinds, and each option of the family's kinds):
+    the args are what fairseq saves, so a checkpoint records the values the model used, and the
+    analysis rebuilds its closed-form tables from them."""
     args.encoder_pos = getattr(args, "encoder_pos", None) or stock_encoder_kind
     args.decoder_pos = getattr(args, "decoder_pos", None) or stock_decoder_kind
-    args.sinusoidal_variant = getattr(args, "sinusoidal_variant", None) or SINUSOID_VARIANT
-    args.sinusoidal_scale = float(_resolved(args, "sinusoidal_scale", default_sinusoidal_scale(family)))
-    args.sinusoidal_base = float(_resolved(args, "sinusoidal_base", SINUSOID_BASE))
-    args.rope_base = float(_resolved(args, "rope_base", ROPE_BASE))
+    for f in family_options(family):
+        if getattr(args, f.name, None) is None:
+            setattr(args, f.name, option_default(f, family))
+        parse = option_parser(f)
+        if parse is not None:  # a value set from code or a config, not through argparse
+            setattr(args, f.name, parse(getattr(args, f.name)))
 
 
 def check_kinds(model_name: str, args, allowed_kinds):

@@ -1,12 +1,22 @@
-"""Self-attention with a position signal inside it, for fairseq's Transformer layers.
+"""One self-attention forward with optional position terms, for fairseq's Transformer layers.
 
-fairseq's ``MultiheadAttention`` runs a fused kernel in training that never exposes the
-projected queries and keys or takes a per-head bias, so position kinds that act in attention
-need their own forward. This one covers the full-sequence and the incremental path; a subclass
-says what the position signal does through two hooks: ``_position_qk`` (rotate queries and keys
-before keys are cached: RoPE) and ``_position_bias`` (an ``(H, T, S)`` bias added to the scaled
-logits: ALiBi, T5). Queries sit at ``offset ..``, where ``offset`` is the number of cached steps,
-keys at ``0 ..``. The module has exactly the parameters (and state-dict keys) of the stock one.
+fairseq's ``MultiheadAttention`` runs a fused kernel in training that never exposes the projected
+queries and keys, takes no per-head bias and has no place for a value term, so position kinds that
+act in attention need their own forward. This is the only one; a layer carries any of the terms a
+kind's registration provides (``posenc.kinds``), as x-transformers' ``Attention.forward`` takes
+``rotary_pos_emb``, ``attn_bias`` and ``rel_pos``:
+
+- ``rotary`` (``queries_keys``): ``rotary(x, offset)`` applied to the queries and keys before the
+  keys are cached (RoPE); the layer's own module.
+- ``shared_bias`` (``logits``): ``(H, T, S)`` added to the scaled logits, from one module the side
+  owns (ALiBi, T5); with ``uses_query``, given the scaled queries and may return ``(B, H, T, S)``.
+- ``relative`` (``keys_values``): a term added to the keys, seen as ``q . a^K_ij`` in the logits,
+  and one added to the values, ``sum_j alpha_ij a^V_ij`` (Shaw et al. 2018); the layer's own.
+
+The full-sequence and the incremental path are one code path: queries sit at ``offset ..``, where
+``offset`` is the number of cached steps, keys at ``0 ..``. Without ``relative`` and without asked-for
+weights the product runs in ``scaled_dot_product_attention``; a value term needs the weights, so
+``relative`` takes the explicit path. The module has the stock one's parameters plus ``relative``'s.
 """
 
 from typing import Dict, Optional
@@ -16,26 +26,37 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
+from posenc.kinds import KEYS_VALUES, LOGITS, QUERIES_KEYS
+
+# Which term of the attention each act provides (the keyword of ``from_attention``).
+ATTENTION_TERMS = {QUERIES_KEYS: "rotary", LOGITS: "bias", KEYS_VALUES: "relative"}
+
 
 class PositionalSelfAttention(MultiheadAttention):
     """Self-attention only. Input/output ``(T, B, C)`` as in fairseq."""
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, rotary=None, bias=None, relative=None):
         super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True)
+        self.rotary = rotary
+        if bias is not None and getattr(bias, "num_heads", num_heads) != num_heads:
+            raise ValueError(f"position bias has {bias.num_heads} heads, the attention {num_heads}")
+        # The bias belongs to the encoder or decoder and is shared by its layers: a plain reference,
+        # not a submodule, so its weights appear once in the state dict and in ``parameters()``.
+        object.__setattr__(self, "shared_bias", bias)
+        self.bias_uses_query = bool(getattr(bias, "uses_query", False))
+        self.relative = relative
 
-    @staticmethod
-    def check_plain(attn: MultiheadAttention, kind: str) -> None:
+    @classmethod
+    def from_attention(cls, attn: MultiheadAttention, kind: str, rotary=None, bias=None,
+                       relative=None) -> "PositionalSelfAttention":
+        """The twin of a stock self-attention module, with its weights and the given terms."""
         if not attn.self_attention or attn.use_xformers or attn.bias_k is not None or attn.add_zero_attn:
             raise ValueError(f"{kind}: only plain self-attention can carry positions (no cross-self-attention, "
                              "xformers, bias_kv or zero_attn)")
-
-    def _position_qk(self, q: Tensor, k: Tensor, offset: int):
-        """``q``, ``k`` ``(B, H, T, Dh)`` of the new steps -> the same, position applied."""
-        return q, k
-
-    def _position_bias(self, tgt_len: int, src_len: int, offset: int, like: Tensor) -> Optional[Tensor]:
-        """An additive bias ``(H, tgt_len, src_len)`` of ``like``'s dtype, or None."""
-        return None
+        twin = cls(attn.embed_dim, attn.num_heads, dropout=attn.dropout_module.p, rotary=rotary, bias=bias)
+        twin.load_state_dict(attn.state_dict())
+        twin.relative = relative  # after loading: its parameters are the kind's own, not the stock module's
+        return twin
 
     def _split_heads(self, x: Tensor, bsz: int) -> Tensor:
         """``(T, B, C)`` -> ``(B, H, T, Dh)``"""
@@ -61,7 +82,8 @@ class PositionalSelfAttention(MultiheadAttention):
 
         saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
         offset = saved["prev_key"].size(2) if saved and saved.get("prev_key") is not None else 0
-        q, k = self._position_qk(q, k, offset)
+        if self.rotary is not None:
+            q, k = self.rotary(q, offset), self.rotary(k, offset)
         if saved is not None:
             if offset:
                 k = torch.cat([saved["prev_key"], k], dim=2)
@@ -73,14 +95,17 @@ class PositionalSelfAttention(MultiheadAttention):
             saved["prev_key_padding_mask"] = key_padding_mask
             self._set_input_buffer(incremental_state, saved)
 
+        src_len = k.size(2)
         mask = self._additive_mask(attn_mask, key_padding_mask, q)
-        bias = self._position_bias(tgt_len, k.size(2), offset, q)
-        if bias is not None:
+        bias = None
+        if self.shared_bias is not None:
+            bias = (self.shared_bias(tgt_len, src_len, offset, dtype=q.dtype, query=q * self.scaling)
+                    if self.bias_uses_query else self.shared_bias(tgt_len, src_len, offset, dtype=q.dtype))
             mask = bias if mask is None else mask + bias  # broadcasts to (B, H, T, S)
         dropout_p = self.dropout_module.p if (self.training or self.dropout_module.apply_during_inference) else 0.0
-        if need_weights or need_head_weights or before_softmax:
-            return self._explicit_attention(q, k, v, mask, dropout_p, tgt_len, bsz, embed_dim,
-                                            before_softmax, need_head_weights)
+        if need_weights or need_head_weights or before_softmax or self.relative is not None:
+            return self._explicit_attention(q, k, v, mask, dropout_p, offset, tgt_len, bsz, embed_dim,
+                                            before_softmax, need_weights or need_head_weights, need_head_weights)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         return self.out_proj(out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim)), None
 
@@ -97,14 +122,28 @@ class PositionalSelfAttention(MultiheadAttention):
             mask = pad if mask is None else mask + pad
         return mask
 
-    def _explicit_attention(self, q, k, v, mask, dropout_p, tgt_len, bsz, embed_dim, before_softmax, need_head_weights):
-        scores = torch.matmul(q * self.scaling, k.transpose(-1, -2))  # (B, H, T, S)
+    def _explicit_attention(self, q, k, v, mask, dropout_p, offset, tgt_len, bsz, embed_dim, before_softmax,
+                            return_weights, need_head_weights):
+        q = q * self.scaling
+        scores = torch.matmul(q, k.transpose(-1, -2))  # (B, H, T, S)
+        if self.relative is not None:
+            scores = scores + self.relative.key_logits(q, k.size(2), offset)
         if mask is not None:
             scores = scores + mask
         if before_softmax:
             return scores.view(bsz * self.num_heads, tgt_len, -1), v.reshape(bsz * self.num_heads, -1, self.head_dim)
         weights = torch.softmax(scores.float(), dim=-1).type_as(scores)
-        out = torch.matmul(F.dropout(weights, p=dropout_p, training=dropout_p > 0), v)
+        dropped = F.dropout(weights, p=dropout_p, training=dropout_p > 0)
+        out = torch.matmul(dropped, v)
+        if self.relative is not None:
+            out = out + self.relative.value_term(dropped, offset)
         out = self.out_proj(out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, embed_dim))
+        if not return_weights:
+            return out, None
         head_weights = weights.transpose(0, 1)  # (H, B, T, S), as fairseq returns them
         return out, head_weights if need_head_weights else head_weights.mean(dim=0)
+
+    def extra_repr(self):
+        if self.shared_bias is None:
+            return ""
+        return f"shared_bias={type(self.shared_bias).__name__} (owned by the encoder/decoder)"

@@ -1,12 +1,13 @@
 """``posenc_transformer``: fairseq's Transformer with a per-side choice of position signal.
 
-``learned`` and ``sinusoidal`` are added to the scaled token embeddings as in the stock model;
-``rope``, ``alibi`` and ``t5`` add nothing there and act in that side's self-attention (encoder
-self-attention for the source side, decoder self-attention for the target side): ``rope`` rotates
-queries and keys, ``alibi`` and ``t5`` add a relative bias to the logits, from one bias module
-owned by the side and shared by its layers; ``none`` leaves the side without any position
-signal. Cross-attention never gets one: source and target positions do not share a coordinate
-system.
+A kind that acts on the embeddings (``learned``, ``sinusoidal``, ``shape``, ``cape``) becomes the
+side's ``embed_positions``, added to the scaled token embeddings as in the stock model; any other
+adds nothing there and acts in that side's self-attention (encoder self-attention for the source
+side, decoder self-attention for the target side), through the one ``PositionalSelfAttention``:
+a rotation of queries and keys (``rope``), a term on the logits from one module owned by the side
+and shared by its layers (``alibi``, ``t5``), or terms on the keys and values (``shaw``). ``none``
+leaves the side without any position signal. Cross-attention never gets one: source and target
+positions do not share a coordinate system.
 """
 
 from functools import partial
@@ -15,11 +16,10 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, register_model, register_model_
 from fairseq.models.transformer import TransformerModel
 
 from posenc.encodings.defaults import stock_position_kinds, usable_positions
-from posenc.fairseq_plugin.bias_attention import BiasedMultiheadAttention
 from posenc.fairseq_plugin.options import add_position_args, check_kinds, fill_position_defaults, register_stock_twins
-from posenc.fairseq_plugin.rotary_attention import RotaryMultiheadAttention
+from posenc.fairseq_plugin.positional_attention import ATTENTION_TERMS, PositionalSelfAttention
 from posenc.fairseq_plugin.swap import build_without_touching_rng
-from posenc.kinds import EMBEDDINGS, QUERIES_KEYS, Side, kind_names, position_kind
+from posenc.kinds import EMBEDDINGS, LOGITS, Side, kind_names, position_kind
 
 STOCK_TRANSFORMER_ARCHS = ("transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de",
                            "transformer_vaswani_wmt_en_de_big")
@@ -29,19 +29,15 @@ def fill_transformer_position_defaults(args):
     fill_position_defaults(args, *stock_position_kinds(args), family="transformer")
 
 
-def rotate_self_attention(side_module, kind, side: Side):
-    """Every layer's self-attention with its own module of the kind applied to queries and keys."""
+def attend_with_positions(side_module, kind, side: Side):
+    """Every layer's self-attention carries the kind's term: a logits term is one module the side
+    owns (``relative_attention_bias``) and every layer references; the others are each layer's own."""
+    if kind.acts == LOGITS:
+        side_module.relative_attention_bias = kind.build(side)
     for layer in side_module.layers:
-        layer.self_attn = RotaryMultiheadAttention.from_attention(layer.self_attn, rotary=kind.build(side),
-                                                                  kind=kind.name)
-
-
-def bias_self_attention(side_module, kind, side: Side):
-    """Give the side its one bias module and every layer's self-attention a reference to it."""
-    side_module.relative_attention_bias = kind.build(side)
-    for layer in side_module.layers:
-        layer.self_attn = BiasedMultiheadAttention.from_attention(layer.self_attn, side_module.relative_attention_bias,
-                                                                  kind.name)
+        term = side_module.relative_attention_bias if kind.acts == LOGITS else kind.build(side)
+        layer.self_attn = PositionalSelfAttention.from_attention(layer.self_attn, kind.name,
+                                                                 **{ATTENTION_TERMS[kind.acts]: term})
 
 
 @register_model("posenc_transformer")
@@ -52,7 +48,7 @@ class PosencTransformerModel(TransformerModel):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        add_position_args(parser, allowed_kinds=kind_names("transformer"))
+        add_position_args(parser, "transformer")
 
     @classmethod
     def build_model(cls, args, task):
@@ -76,8 +72,7 @@ class PosencTransformerModel(TransformerModel):
                 module.embed_positions = build_without_touching_rng(partial(kind.build, where), side)
                 continue
             module.embed_positions = None  # the kind acts in self-attention and adds nothing to the embeddings
-            attach = rotate_self_attention if kind.acts == QUERIES_KEYS else bias_self_attention
-            build_without_touching_rng(partial(attach, module, kind, where), side)
+            build_without_touching_rng(partial(attend_with_positions, module, kind, where), side)
         return model
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from posenc.cells.record import SPLITS, family, field, is_ok, time_capped
 from posenc.cells.sweep import RECORD_KEYS
-from posenc.kinds import KINDS, PLACEMENTS
+from posenc.kinds import PLACEMENTS, kind_names
 from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu, corpus_score
 from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import cell_output
@@ -92,7 +92,7 @@ class Report:
 
 
 def order_key(key: str, value):
-    order = {"placement": PLACEMENTS, "pe": KINDS}.get(key)
+    order = {"placement": PLACEMENTS, "pe": kind_names()}.get(key)
     text = str(value)
     if order and text in order:
         return (0, order.index(text), "")

@@ -1,0 +1,47 @@
+"""``shaw``, ``shape`` and ``cape`` through fairseq's own tools, as a user runs them: trained with a
+non-default flag of the kind, which the checkpoint records, and decoded by ``fairseq-generate``;
+SHAPE's and CAPE's checkpoints decode to the same hypotheses when fairseq is told to build them as
+``sinusoidal`` (``--model-overrides``): at inference they are the sinusoid."""
+
+import pytest
+import torch
+
+from fairseq_tools import REPO, fairseq, train
+
+SMALL = {"fconv": "posenc_fconv_small", "transformer": "posenc_transformer_small"}
+GENERATE = ("--beam", "2", "--batch-size", "8", "--required-batch-size-multiple", "1", "--max-len-a", "1.2",
+            "--max-len-b", "5", "--cpu")
+
+
+def hypotheses(stdout: str) -> list:
+    return sorted(line for line in stdout.splitlines() if line.startswith("H-"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family,kind,flags,recorded", [
+    ("transformer", "shaw", ["--shaw-max-distance", "4"], {"shaw_max_distance": 4}),
+    ("fconv", "shape", ["--shape-max-shift", "10"], {"shape_max_shift": 10}),
+    ("transformer", "cape", ["--cape-max-global-shift", "3"], {"cape_max_global_shift": 3.0}),
+])
+def test_a_new_kind_trains_records_its_flag_and_decodes_through_fairseq(reversal_corpus, tmp_path, family, kind,
+                                                                         flags, recorded):
+    from posenc.analysis.checkpoint_file import load_checkpoint, model_args
+
+    train(reversal_corpus, tmp_path / "ckpt", SMALL[family], "--encoder-pos", kind, "--decoder-pos", kind, *flags,
+          cwd=tmp_path)
+    checkpoint = tmp_path / "ckpt" / "checkpoint_last.pt"
+    ckpt = load_checkpoint(str(checkpoint))
+    args = model_args(ckpt)
+    assert (args["encoder_pos"], args["decoder_pos"]) == (kind, kind)
+    assert {name: args[name] for name in recorded} == recorded
+    out = hypotheses(fairseq("fairseq-generate", reversal_corpus, "--path", checkpoint, "--user-dir",
+                             "posenc/fairseq_plugin", *GENERATE, cwd=REPO).stdout)
+    assert len(out) == 21
+    if kind == "shaw":
+        assert ckpt["model"]["encoder.layers.0.self_attn.relative.keys.weight"].shape[0] == 2 * 4 + 1
+        assert torch.isfinite(ckpt["model"]["decoder.layers.2.self_attn.relative.values.weight"]).all()
+    else:
+        overrides = "{'encoder_pos': 'sinusoidal', 'decoder_pos': 'sinusoidal'}"
+        as_sinusoidal = fairseq("fairseq-generate", reversal_corpus, "--path", checkpoint, "--user-dir",
+                                "posenc/fairseq_plugin", "--model-overrides", overrides, *GENERATE, cwd=REPO)
+        assert hypotheses(as_sinusoidal.stdout) == out
