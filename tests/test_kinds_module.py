@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from posenc.harness.cell.environment import ALWAYS
 from project import BIN, compose_cfg, posenc_run
 
 # A user's file: a learned table added at half strength, registered as "halftable". It imports
@@ -112,11 +113,12 @@ def test_a_users_kind_is_swept_on_joblib_decoded_again_and_read_by_posenc_pe(tmp
 
     # the checkpoint decodes again with stock fairseq-generate and the plugin, given the same file
     checkpoint = job / "checkpoints" / "checkpoint_best.pt"
-    bin_dir = next((tmp_path / "cache" / "corpora").glob("synthetic-*")) / "bin"
+    bin_dir = Path(mine["corpus"]["dir"]) / "bin"
     plugin = Path(__file__).resolve().parents[1] / "posenc" / "fairseq_plugin"
     generate = [str(BIN / "fairseq-generate"), str(bin_dir), "--user-dir", str(plugin), "--path", str(checkpoint),
-                "--gen-subset", "test", "--beam", "2", "--max-len-b", "5", "--cpu"]
-    env = {**os.environ, "POSENC_KINDS_MODULE": str(tmp_path / "my_kinds.py")}
+                "--gen-subset", "test", "--beam", "2", "--max-len-b", "5", "--cpu",
+                "--required-batch-size-multiple", "1"]  # fairseq #5036, as the harness
+    env = {**os.environ, **ALWAYS, "POSENC_KINDS_MODULE": str(tmp_path / "my_kinds.py")}  # as commands.sh
     again = subprocess.run(generate, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert sum(line.startswith("H-") for line in again.stdout.splitlines()) == 37
