@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import subprocess
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -13,36 +12,9 @@ import pytest
 from posenc.harness.cell.environment import ALWAYS
 from project import BIN, compose_cfg, posenc_run
 
-# A user's file: a learned table added at half strength, registered as "halftable". It imports
-# posenc.kinds and torch only (never fairseq); posenc-pe reads its table through the registration.
-HALFTABLE = textwrap.dedent('''
-    import torch
-    import torch.nn as nn
-
-    from posenc.kinds import EMBEDDINGS, POSITION_KEY, TABLE, InCheckpoint, Side, register_kind
-
-
-    class HalfTable(nn.Embedding):
-        def __init__(self, side: Side):
-            super().__init__(side.max_positions + side.padding_idx + 1, side.embed_dim, side.padding_idx)
-            nn.init.normal_(self.weight, std=side.embed_dim ** -0.5)
-            with torch.no_grad():
-                self.weight[side.padding_idx].zero_()
-            self.max_positions = side.max_positions
-
-        def forward(self, tokens, incremental_state=None, positions=None):
-            real = tokens.ne(self.padding_idx).long()
-            p = torch.cumsum(real, dim=1) * real + self.padding_idx
-            if incremental_state is not None:
-                p = p[:, -1:]
-            return 0.5 * super().forward(p)
-
-
-    @register_kind("halftable", families=("fconv", "transformer"), acts=EMBEDDINGS,
-                   checkpoint=InCheckpoint(markers=(POSITION_KEY,), reads=TABLE))
-    def build(side: Side) -> HalfTable:
-        return HalfTable(side)
-''')
+# The user's file the docs show (examples/my_kinds.py): a learned table added at half strength,
+# registered as "halftable", importing posenc.kinds and torch only.
+HALFTABLE = (Path(__file__).resolve().parents[1] / "examples" / "my_kinds.py").read_text()
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
               "data.generator.test_long=0"]
 
