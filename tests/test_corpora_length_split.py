@@ -169,7 +169,7 @@ def test_a_length_split_corpus_is_prepared_and_cached_like_the_synthetic_long_sp
     long = [p for s in ("train", "valid") for p in corpus[s] if p[2] > limit]
     assert prepared.subsets["test_long"] == "test1" and prepared.test_splits == ["test", "test_long"]
     assert prepared.sizes == {"train": sum(p[2] <= limit for p in corpus["train"]),
-                              "valid": sum(p[2] <= limit for p in corpus["valid"]), "test": 60,
+                              "valid": sum(p[2] <= limit for p in corpus["valid"]), "test": len(corpus["test"]),
                               "test_long": len(long)}
     assert prepared.references("test_long") == [en for _, en, _ in long]  # as given, in corpus order
     assert prepared.sources("test_long") == [de for de, _, _ in long]
