@@ -4,6 +4,7 @@ through Hydra's compose API, and checked as the application checks a cell before
 Hydra refuses ``--cfg`` with ``-m``, so a sweep is composed once per value of each swept key (the
 other swept keys at their first value): every value a page sweeps must compose too."""
 
+import contextlib
 import functools
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -68,11 +69,27 @@ def composed(overrides: tuple[str, ...]) -> str | None:
     except (HydraException, OmegaConfBaseException) as err:
         return first_line(err)
     try:
-        # A grid that skips impossible cells (experiment=pe_grid) checks each value alone, as the app does.
-        check_values(cfg) if cfg.get("skip_impossible") else cell_spec(cfg)
+        with registry_kept():
+            # A grid that skips impossible cells (experiment=pe_grid) checks each value alone, as the app does.
+            check_values(cfg) if cfg.get("skip_impossible") else cell_spec(cfg)
     except ConfigError as err:
         return str(err)
     return None
+
+
+@contextlib.contextmanager
+def registry_kept():
+    """The kinds' registry (and the kinds files loaded) as before: a page's kinds_module= is loaded
+    for its check only, and no other test of this process sees its kinds."""
+    from posenc import kinds, kinds_file
+    saved, loaded = dict(kinds._REGISTRY), dict(kinds_file._LOADED)
+    try:
+        yield
+    finally:
+        kinds._REGISTRY.clear()
+        kinds._REGISTRY.update(saved)
+        kinds_file._LOADED.clear()
+        kinds_file._LOADED.update(loaded)
 
 
 def first_line(err: Exception) -> str:

@@ -193,7 +193,7 @@ def test_attention_bias_kinds_reach_the_transformer_flags(pe):
     assert argv[i:i + 4] == ["--encoder-pos", pe, "--decoder-pos", "none"]
 
 
-@pytest.mark.parametrize("experiment", ["pe_grid", "extrapolation"])
+@pytest.mark.parametrize("experiment", ["pe_grid", "extrapolation", "extrapolation_multi30k"])
 def test_kind_sweeps_cover_every_kind(experiment):
     from posenc.kinds import BUILTIN_KINDS
     grid = OmegaConf.load(CONF / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
@@ -209,6 +209,21 @@ def test_extrapolation_preset_scores_the_long_split_on_the_transformer():
     cells = [(pe, placement, seed) for pe in params.pe.split(",") for placement in params.placement.split(",")
              for seed in str(params.seed).split(",") if grid_skip_reason("transformer", pe, placement) is None]
     assert len(cells) == 8 * 2 * 3 + 3  # each kind on both sides and on the source side, plus none
+
+
+def test_the_multi30k_extrapolation_preset_splits_multi30k_by_length_on_both_sides():
+    from posenc.corpora.config import parse
+    from posenc.corpora.length_split import LengthSplit
+
+    cfg = compose_cfg("experiment=extrapolation_multi30k")
+    assert (cfg.model.family, cfg.data.name, cfg.generation.test_long, cfg.skip_impossible) == \
+        ("transformer", "multi30k_de_en", True, True)
+    assert parse(cfg.data).length_split == LengthSplit(16, 1000, "both")
+    params = cfg.hydra.sweeper.params
+    cells = [(pe, placement) for pe in params.pe.split(",") for placement in params.placement.split(",")
+             if grid_skip_reason("transformer", pe, placement) is None]
+    assert ("sinusoidal", "both") in cells and ("learned", "none") in cells
+    assert len(cells) == len(params.pe.split(",")) + 1  # every kind on both sides, plus none
 
 
 def test_rope_with_placement_none_needs_no_kind():

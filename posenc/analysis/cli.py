@@ -1,9 +1,9 @@
 """``posenc-pe``: position-encoding analysis.
 
     posenc-pe sinusoidal --dim D --max-len N [--variant paper|fairseq] [--base B] --out DIR
-    posenc-pe checkpoint CHECKPOINT.pt --out DIR [--max-len N] [--padding-idx I]
+    posenc-pe checkpoint CHECKPOINT.pt --out DIR [--max-len N] [--padding-idx I] [--kinds-module FILE]
     posenc-pe bases --dim D --max-len N [--bases B1,B2,...] [--variant V] --out DIR
-    posenc-pe sweep SWEEP_DIR --out DIR [--max-len N]
+    posenc-pe sweep SWEEP_DIR --out DIR [--max-len N] [--kinds-module FILE]
 
 Each writes PNG figures and ``report.json`` into ``--out``, plus ``report.md`` (sinusoidal,
 checkpoint), ``bases.md``/``bases.csv`` or ``sweep.md``/``sweep.csv``. Bad input gives one line on
@@ -19,6 +19,8 @@ import sys
 from posenc.cells.record import is_ok
 from posenc.encodings.defaults import SINUSOID_BASE
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS
+from posenc.kinds_file import ENV as KINDS_ENV
+from posenc.kinds_file import KindsFileError, load_kinds_file
 
 DEFAULT_BASES = "10,100,1000,10000,100000,1000000"
 
@@ -61,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-probes", action="store_true", help="skip the probes")
     c.add_argument("--folds", type=int, default=5)
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--kinds-module", default=os.environ.get(KINDS_ENV), metavar="FILE",
+                   help=f"your own kinds file, as posenc-run's kinds_module= (default: ${KINDS_ENV})")
     b = sub.add_parser("bases", help="what the sinusoid's base changes: wavelengths, monotonicity, probes, 3.1 error")
     b.add_argument("--dim", type=int, required=True, help="embedding dimension D (even, >= 4)")
     b.add_argument("--max-len", type=int, required=True, help="number of positions N (>= 2)")
@@ -74,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("sweep_dir", help="a sweep directory (cells with result.json and checkpoints/checkpoint_best.pt); "
                    "only those checkpoints are unpickled")
     w.add_argument("--out", required=True, help="output directory")
+    w.add_argument("--kinds-module", default=os.environ.get(KINDS_ENV), metavar="FILE",
+                   help=f"your own kinds file, as posenc-run's kinds_module= (default: ${KINDS_ENV})")
     w.add_argument("--max-len", type=int, default=None,
                    help="analyse the first N positions (default: those training reached, else all rows)")
     w.add_argument("--no-probes", action="store_true", help="skip the probes")
@@ -129,6 +135,11 @@ def main(argv=None) -> int:
         return _run_sinusoidal(args) if args.command == "sinusoidal" else _run_bases(args)
     if args.max_len is not None and args.max_len < 2:
         return _fail(f"--max-len must be at least 2, got {args.max_len}")
+    if args.kinds_module:  # its kinds are then read through their registrations, as the built-in ones
+        try:
+            load_kinds_file(args.kinds_module)
+        except KindsFileError as err:
+            return _fail(str(err))
     if args.command == "sweep":
         return _run_sweep(args)
     if args.padding_idx is not None and args.padding_idx < 0:

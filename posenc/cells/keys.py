@@ -42,12 +42,17 @@ NOT_NAMING = {
     "data.valid": "(as data.train)",
     "data.test": "(as data.train)",
     "data.mirror": "(as data.train)",
+    "kinds_module": "(as data.train): the hashes take the file's content, the kinds it registers name the cells",
 }
 
-# Keys added after cells were hashed, whose null means what their absence meant: left out of the
-# hashes while null, so every cell hashed before them keeps its result and checkpoints.
+# Keys (top-level or dotted) added after cells were hashed, whose null means what their absence meant:
+# left out of the hashes while null, so every cell hashed before them keeps its result and checkpoints.
 NULL_IS_ABSENT = {
     "trial": "added with the tune strategy (issue 24): null is a cell scored on test, as every cell before",
+    "kinds_module": "added with the user's kinds file (issue 31): null is the built-in kinds, as every cell before",
+    "data.length_split": "added with the length split (issue 31): null is the corpus as given, as every cell before",
+    "data.test_long_size": "(as data.length_split)",
+    "data.length_split_by": "(as data.length_split)",
 }
 
 # Keys a sweep may vary that are not a row of the table: the seeds of a row, and the preset.

@@ -8,6 +8,7 @@ from typing import Any
 
 from .errors import CorpusError
 from .filtering import FilterSettings
+from .length_split import LengthSplit, parse_length_split
 from .moses import TextSettings
 from .subwords import SubwordSettings
 from .synthetic import GeneratorConfig
@@ -18,7 +19,8 @@ RECIPE_NAMES = ("synthetic", "custom", "multi30k", "iwslt14", "wmt14_en_de", "wm
 _COMMON_KEYS = {
     "name", "recipe", "src", "tgt", "tokenizer", "normalize_punct", "lowercase",
     "aggressive_dash_splits", "subword", "subword_size", "joint_subwords", "joined_dictionary",
-    "filter", "workers",
+    "filter", "workers", "length_split", "test_long_size",
+    "length_split_by",
 }
 _RECIPE_KEYS = {
     "synthetic": {"generator"},
@@ -44,6 +46,7 @@ class CorpusConfig:
     generator: GeneratorConfig | None = None
     prefixes: dict[str, str] = field(default_factory=dict)  # custom: split -> file prefix
     mirror: str | None = None
+    length_split: LengthSplit | None = None  # data.length_split: train/valid up to L tokens, test_long beyond
 
     def preprocessing(self) -> dict:
         """Everything that changes the binarized data (part of the cache key)."""
@@ -54,6 +57,8 @@ class CorpusConfig:
             "subwords": self.subwords.as_dict(),
             "joined_dictionary": self.joined_dictionary,
             "filter": self.filter.as_dict(),
+            # only when set, so every corpus cached before the option keeps its key
+            **({"length_split": self.length_split.as_dict()} if self.length_split else {}),
         }
 
 
@@ -123,6 +128,12 @@ def parse(data_cfg: Any) -> CorpusConfig:
                     f"{split} for {split}.{src} and {split}.{tgt}"
                 )
             prefixes[split] = str(value)
+    length_split = parse_length_split(raw.get("length_split"), raw.get("test_long_size"),
+                                      raw.get("length_split_by"))
+    if length_split and generator and generator.test_long:
+        raise CorpusError(f"data.length_split={length_split.max_tokens}: the synthetic corpus already has a "
+                          f"test_long split (data.generator.test_long={generator.test_long}); set "
+                          "data.generator.test_long=0 to make it by length instead")
     workers = int(raw.get("workers", 1))
     if workers < 1:
         raise CorpusError(f"data.workers={workers}: must be >= 1")
@@ -139,6 +150,7 @@ def parse(data_cfg: Any) -> CorpusConfig:
         generator=generator,
         prefixes=prefixes,
         mirror=raw.get("mirror") or None,
+        length_split=length_split,
     )
 
 

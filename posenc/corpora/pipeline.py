@@ -12,6 +12,7 @@ from . import binarize, filtering, subwords, synthetic
 from .cache import cache_key, entry_dir, get_or_build
 from .config import CorpusConfig, parse
 from .errors import CorpusError
+from .length_split import SIDES, split_by_length
 from .moses import tokenize_lines
 from .prepared import PreparedCorpus, load_prepared, write_manifest
 from .recipes import RECIPES, recipe_raw_files
@@ -99,25 +100,15 @@ def _raw_source(cfg: CorpusConfig, cache_root: Path, log):
 # -- the build ------------------------------------------------------------------------------
 def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
     src, tgt = cfg.src, cfg.tgt
-    splits = [split for split in SPLIT_ORDER if split in raw]
-    tests = [split for split in TEST_SPLITS if split in raw]
 
-    # 1. raw evaluation text, exactly as given: the references BLEU is computed against.
-    raw_dir = out / "raw"
-    for split in splits:
-        if split == "train" and cfg.recipe != "synthetic":
-            continue  # big, and already on disk as the user's / recipe's files
-        for lang, lines in zip((src, tgt), raw[split]):
-            write_lines(raw_dir / f"{split}.{lang}", lines)
-
-    # 2. normalise + tokenize (+ lowercase if the recipe says so)
+    # 1. normalise + tokenize (+ lowercase if the recipe says so)
     tok = {
         split: tuple(tokenize_lines(lines, lang, cfg.text, cfg.workers)
                      for lang, lines in zip((src, tgt), raw[split]))
-        for split in splits
+        for split in raw
     }
 
-    # 3. filter training pairs only, both sides together
+    # 2. filter training pairs only, both sides together
     kept, stats = filtering.filter_pairs(*tok["train"], cfg.filter)
     log(f"corpus {cfg.name}: {filtering.describe(stats)}")
     if not kept:
@@ -125,7 +116,26 @@ def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
             f"all {stats['input']} training pairs were removed by data.filter "
             f"({filtering.describe(stats)}); loosen data.filter"
         )
-    tok["train"] = tuple([side[i] for i in kept] for side in tok["train"])
+    for pairs in (tok, raw):
+        pairs["train"] = tuple([side[i] for i in kept] for side in pairs["train"])
+
+    # 3. the length split: train and valid up to L source tokens, the longer pairs held out as test_long
+    split_stats = None
+    if cfg.length_split:
+        raw, tok, split_stats = split_by_length(cfg.length_split, raw, tok, cfg.name)
+        log(f"corpus {cfg.name}: length split at {split_stats['max_tokens']} {SIDES[split_stats['by']]}: "
+            f"test_long {split_stats['test_long']} of {split_stats['long_pairs']} longer pairs "
+            f"({split_stats['test_long_min_source_tokens']}-{split_stats['test_long_max_source_tokens']} tokens)")
+    splits = [split for split in SPLIT_ORDER if split in raw]
+    tests = [split for split in TEST_SPLITS if split in raw]
+
+    # raw evaluation text, exactly as given: the references BLEU is computed against.
+    raw_dir = out / "raw"
+    for split in splits:
+        if split == "train" and cfg.recipe != "synthetic":
+            continue  # big, and already on disk as the user's / recipe's files
+        for lang, lines in zip((src, tgt), raw[split]):
+            write_lines(raw_dir / f"{split}.{lang}", lines)
 
     # 4. subwords, learnt on the filtered training text
     models = subwords.learn(
@@ -167,4 +177,5 @@ def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
         "sizes": sizes,
         "preprocessing": cfg.preprocessing(),
         "recipe": cfg.recipe,
+        **({"length_split": split_stats} if split_stats else {}),
     })

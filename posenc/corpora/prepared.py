@@ -29,6 +29,7 @@ class PreparedCorpus:
     text_settings: TextSettings = field(default_factory=TextSettings)
     subword_kind: str = "bpe"
     sizes: dict[str, int] = field(default_factory=dict)  # sentence pairs per split, as binarized
+    length_split: dict | None = None  # data.length_split's settings and counts, where the corpus has one
 
     @property
     def test_splits(self) -> list[str]:
@@ -71,6 +72,7 @@ class PreparedCorpus:
             "subword": self.subword_kind,
             "filter_stats": self.filter_stats,
             "sizes": self.sizes,
+            **({"length_split": self.length_split} if self.length_split else {}),
         }
 
 
@@ -102,4 +104,5 @@ def load_prepared(entry: Path) -> PreparedCorpus:
         text_settings=TextSettings(**m["text_settings"]),
         subword_kind=m["subword_kind"],
         sizes=dict(m["sizes"]),
+        length_split=m.get("length_split"),
     )

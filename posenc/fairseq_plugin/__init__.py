@@ -6,5 +6,11 @@ absolute names only, so Python runs them once whichever way (or both ways) the p
 and fairseq never sees a duplicate registration.
 """
 
-import posenc.fairseq_plugin.fconv  # noqa: F401  (registers posenc_fconv and its architectures)
-import posenc.fairseq_plugin.transformer  # noqa: F401  (registers posenc_transformer and its architectures)
+from posenc.kinds_file import load_from_environment
+
+# A user's own kinds file (posenc-run's kinds_module=, or POSENC_KINDS_MODULE by hand), registered
+# before fairseq builds its parser, so --encoder-pos / --decoder-pos take its kinds.
+load_from_environment()
+
+import posenc.fairseq_plugin.fconv  # noqa: E402, F401  (registers posenc_fconv and its architectures)
+import posenc.fairseq_plugin.transformer  # noqa: E402, F401  (registers posenc_transformer and its architectures)

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from omegaconf import OmegaConf
 
 from posenc.cells.keys import NOT_OUTCOME, NOT_TRAINING, NULL_IS_ABSENT
+from posenc.kinds_file import content_digest
 
 
 def config_hash(cfg, ignore=()) -> str:
     """Fingerprint of everything that determines a cell's outcome (the resolved config without
-    the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``, and the NULL_IS_ABSENT keys while
-    they are null)."""
+    the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``, and the NULL_IS_ABSENT keys, top-level
+    or dotted, while they are null)."""
     return digest(hashed_config(cfg, ignore))
 
 
@@ -44,13 +45,15 @@ def hashed_config(cfg, ignore=()) -> dict:
     skip = set(NOT_OUTCOME) | set(ignore)
     data = {key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
             for key in cfg if key not in skip and not (key in NULL_IS_ABSENT and cfg[key] is None)}
-    for dotted in (k for k in skip if "." in k):
+    for dotted in (k for k in (*skip, *NULL_IS_ABSENT) if "." in k):
         *parents, leaf = dotted.split(".")
         node = data
         for part in parents:
             node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict):
+        if isinstance(node, dict) and (dotted in skip or (leaf in node and node[leaf] is None)):
             node.pop(leaf, None)
+    if data.get("kinds_module") is not None:  # the user's kinds file: its content, wherever it lies
+        data["kinds_module"] = {"sha256": content_digest(data["kinds_module"])}
     return data
 
 

@@ -17,10 +17,11 @@ from posenc.cells.record import Record, new_record
 from posenc.harness.cell.environment import added_environment
 from posenc.harness.cell.limits import RunLength, StepLimits, run_length, step_limits
 from posenc.harness.cell.precision import check_gpu_settings
-from posenc.harness.cell.spec import CellSpec, cell_spec
+from posenc.harness.cell.spec import CellSpec, cell_spec, user_kinds
 from posenc.harness.errors import ConfigError
 from posenc.harness.hashing import Hashes, cell_hashes
 from posenc.harness.tracking.wandb_run import check_logger
+from posenc.kinds_file import ENV as KINDS_ENV
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def resolve_cell(cfg) -> Cell:
     spec = cell_spec(cfg)
     check_logger(cfg.logger)
     check_gpu_settings(cfg)
-    environment = added_environment(cfg.runtime)
+    kinds = user_kinds(cfg)  # loaded by cell_spec's checks; fairseq's children load it from the variable
+    environment = {**added_environment(cfg.runtime), **({KINDS_ENV: str(kinds.path)} if kinds else {})}
     limits = step_limits(cfg.budget)
     length = run_length(cfg)  # a run nothing ends is refused before any work
     budget, gen = cfg.budget, cfg.generation

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from posenc.harness.errors import ConfigError
 from posenc.kinds import FAMILIES, PLACEMENTS, family_pe_kinds, pe_kinds, side_kinds
+from posenc.kinds_file import KindsFile, KindsFileError, load_kinds_file
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,22 @@ class CellSpec:
         return side_kinds(self.placement, self.pe)[1]
 
 
+def user_kinds(cfg) -> KindsFile | None:
+    """The user's kinds file (``kinds_module=``), loaded once per process, or None; ConfigError
+    (one line) for a missing file, one that fails, registers nothing or clashes with a kind."""
+    value = cfg.get("kinds_module")
+    if value is None:
+        return None
+    try:
+        return load_kinds_file(value)
+    except KindsFileError as err:
+        raise ConfigError(str(err)) from None
+
+
 def check_values(cfg) -> None:
-    """Each of ``model.family``, ``placement`` and ``pe`` on its own; raise ConfigError."""
+    """Each of ``model.family``, ``placement`` and ``pe`` on its own (``pe`` among the kinds
+    registered, the user's file's included); raise ConfigError."""
+    user_kinds(cfg)
     if cfg.model.family not in FAMILIES:
         raise ConfigError(f"model.family={cfg.model.family!r} is not allowed; allowed: {', '.join(FAMILIES)}")
     if cfg.placement not in PLACEMENTS:
