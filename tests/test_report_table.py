@@ -359,3 +359,19 @@ def test_the_report_leaves_the_users_matplotlib_backend_alone():
             "print(matplotlib.get_backend())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "svg", out.stderr
+
+
+def test_figures_draw_an_interval_that_misses_its_own_centre(sweep, tmp_path):
+    """A one-seed row's bootstrap interval can lie above its mean (BLEU near 0, seen in a smoke
+    sweep): the sweep's end must still draw its figures, not die in matplotlib's yerr check."""
+    from posenc.report.figures import BLEU_FIGURE, DELTA_FIGURE, write_figures
+
+    report = sweep_end_report(read_sweep(sweep))
+    for row in report.rows:
+        for centre, interval in (("bleu", "bleu_ci"), ("delta_bleu", "delta_ci")):
+            if row.values.get(centre) is not None:
+                row.values[f"{interval}_low"], row.values[f"{interval}_high"] = (row.values[centre] + 1,
+                                                                                  row.values[centre] + 2)
+    written = write_figures([report], tmp_path)
+    for name in (DELTA_FIGURE, BLEU_FIGURE):
+        assert (tmp_path / name).stat().st_size > 1000 and tmp_path / name in map(Path, written)

@@ -91,10 +91,13 @@ def _dress(ax, xs, rows, key, ylabel: str, title: str) -> None:
 
 def _yerr(centres, rows, interval: str) -> list:
     """Matplotlib's ``yerr`` (distances below and above each centre) from the rows' ``<interval>_low``
-    and ``<interval>_high``; 0 where a row has no interval."""
+    and ``<interval>_high``; 0 where a row has no interval. A one-seed row's bootstrap interval can
+    lie wholly on one side of its own mean (BLEU near 0: most resamples score above it); its bar
+    then stops at the mean on that side (matplotlib refuses negative lengths; the table gives the
+    interval itself)."""
     def distance(centre, row, end, sign):
         value = row.values.get(f"{interval}_{end}")
-        return 0 if value is None else sign * (value - centre)
+        return 0 if value is None or math.isnan(centre) else max(0.0, sign * (value - centre))
     return [[distance(c, r, "low", -1) for c, r in zip(centres, rows)],
             [distance(c, r, "high", 1) for c, r in zip(centres, rows)]]
 
