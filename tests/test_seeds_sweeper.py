@@ -65,6 +65,7 @@ def state(sweep):
     (["hydra.sweeper.spending=linear"], "hydra.sweeper.spending='linear' is not allowed; allowed: hsd, obf, pocock"),
     (["hydra.sweeper.futility=1.5"], "hydra.sweeper.futility=1.5 is not allowed; allowed: 0 < futility < 1"),
     (["hydra.sweeper.pilot_seeds=1"], "hydra.sweeper.pilot_seeds=1 is not allowed; allowed: 2 or more"),
+    (["hydra.sweeper.min_seeds=7"], "hydra.sweeper.min_seeds=7 was the replaced rule's floor"),
 ])
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     sweep = tmp_path / "sweep"

@@ -45,6 +45,7 @@ SeedsStrategyConf = make_dataclass("SeedsStrategyConf", _design_fields(), bases=
 SeedsSweeperConf = make_dataclass("SeedsSweeperConf", [
     ("_target_", str, field(default=SEEDS_TARGET)),
     ("params", Any, field(default=None)),    # the grid of rows (a preset's seed list is replaced)
+    ("min_seeds", Any, field(default=None)),  # the replaced rule's floor: kept only to refuse it in one line
 ], bases=(SeedsStrategyConf,))
 SEEDS_SETTINGS = tuple(f.name for f in fields(SeedsStrategyConf))
 DESIGN_SETTINGS = tuple(f.name for f in fields(Design))

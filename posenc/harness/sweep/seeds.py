@@ -59,12 +59,17 @@ def checked_settings(given: dict) -> SeedsSettings:
 
 
 class SeedsSweeper(LaunchingSweeper):
-    def __init__(self, params=None, **settings):
+    def __init__(self, params=None, min_seeds=None, **settings):
         self.params = dict(params or {})
         self.given = {k: v for k, v in settings.items() if k in SEEDS_SETTINGS}
+        self.min_seeds = min_seeds
 
     def sweep(self, arguments):
         try:
+            if self.min_seeds is not None:
+                raise StrategyError(f"hydra.sweeper.min_seeds={self.min_seeds} was the replaced rule's floor; the "
+                                    "group sequential design holds its level by its thresholds and needs none; "
+                                    "allowed: leave it out (hydra.sweeper.max_seeds, futility_from)")
             settings = checked_settings(self.given)
             sweep_dir = Path(self.config.hydra.sweep.dir)
             before = read_state(sweep_dir) if sweep_dir.exists() else None
