@@ -464,6 +464,8 @@ def main():
                         help="the sequential part's null sweeps per world and family (default 5000)")
     parser.add_argument("--sequential-alt", type=int, default=2000,
                         help="its sweeps at E and 2E per world and family; half at 5E and 20E (default 2000)")
+    parser.add_argument("--sequential-batch", type=int, default=1,
+                        help="seeds a row gets between two looks in the sequential part (default 1, the sweeper's)")
     parser.add_argument("--today", type=int, default=2000,
                         help="its sweeps per Δ of today's rule, one row (default 2000)")
     parser.add_argument("--only", default="null,effects,planning",
@@ -515,7 +517,7 @@ def main():
     if "sequential" in parts:
         lines += [f"## The group sequential design (issue 30), {args.noise} errors", "",
                   *sequential_part(pool, args.noise, args.sequential_null, args.sequential_alt, args.today, 15000,
-                                   args.quick), ""]
+                                   args.quick, batch_seeds=args.sequential_batch), ""]
     wall = time.perf_counter() - started
     head = ["- Command: `OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/calibrate_significance.py "
             + " ".join(sys.argv[1:]) + "`",

@@ -29,7 +29,8 @@ class SeedsPlanConf:
     effect: Any = DEFAULT_EFFECT   # the |Δ| in BLEU each row is planned to find (futility's conditional power)
     test_size: Any = None          # plan for this many test sentences (None: the sweep's own test set)
     baseline: Any = BASELINE
-    batch_seeds: Any = 2           # seeds a going row gets between two looks (launch capacity, never Δ)
+    batch_seeds: Any = 1           # seeds a going row gets between two looks (launch capacity, never Δ): 1 is
+    #                                the design its thresholds are computed for (a look at every n)
 
 
 def _design_fields() -> list:

@@ -1,0 +1,156 @@
+"""What a paper-scale Table 4 costs in cells and GPU hours under each way of choosing seeds: the
+group sequential design (``hydra/sweeper=posenc_seeds``), the rule it replaced (issue 24's
+re-planning with a floor of 7), and fixed 3, 5 and 10 seeds. docs/statistics.md's worked example.
+
+Normal theory at given variance components of each row's per-seed difference from the baseline
+(default: the Multi30k study's, results/table4_multi30k_cpu.md, scaled to newstest2014's 3,003
+sentences): d_s = Δ + c + e_s, c the test set's sampling that every seed shares, e_s the seed's own
+effect plus its sentence noise. The sentence parts are taken as known (the verdict measures them
+from every sentence); the seeds' spread is what each look estimates. Every look is the verdict's
+own test (``verdict.p_values``) and every decision the design's (``sequential.decide``, graphical
+Holm over the three rows) or the old rule's (``SeedsRule`` on ``power.booking``).
+
+    .venv/bin/python scripts/cost_table4.py [--sweeps 2000] [--effect 0.5]
+"""
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from posenc.stats import power as power_mod  # noqa: E402
+from posenc.stats.seeds import SeedsRule  # noqa: E402
+from posenc.stats.sequential import Design, Look, decide  # noqa: E402
+from posenc.stats.verdict import ALPHA, holm, p_values  # noqa: E402
+
+STUDY_SENTENCES, PAPER_SENTENCES = 1000, 3003
+# sd (BLEU) of the seeds' own part, the per-seed sentence noise and the shared sentence part, at
+# 1,000 sentences: the Multi30k study's power section (3 seeds, fconv_small, 2 epochs).
+COMPONENTS = {"source": (0.33, 0.31, 0.05), "target": (0.00, 0.34, 0.00), "none": (0.99, 0.40, 0.07)}
+GPU_HOURS = (20, 60)   # a paper-schedule cell (docs/clusters.md)
+
+
+def parts(name: str, sentences: int = PAPER_SENTENCES):
+    """(seed variance, sentence variance, shared variance) of a row's d_s at ``sentences``."""
+    seed, sentence, shared = COMPONENTS[name]
+    scale = STUDY_SENTENCES / sentences
+    return seed ** 2, sentence ** 2 * scale, shared ** 2 * scale
+
+
+def draw(rng, sweeps: int, most: int, delta: float):
+    """{row: d_s (sweeps, most)}: each row's per-seed differences, its shared draw included."""
+    out = {}
+    for name in COMPONENTS:
+        seed, sentence, shared = parts(name)
+        out[name] = (delta + rng.standard_normal((sweeps, 1)) * math.sqrt(shared)
+                     + rng.standard_normal((sweeps, most)) * math.sqrt(seed + sentence))
+    return out
+
+
+def test(d: np.ndarray, name: str, n: int):
+    """(Δ, s_d, p, se, df) of the verdict's test over the first n seeds, arrays over sweeps."""
+    _, sentence, shared = parts(name)
+    first = d[:, :n]
+    sd = first.std(1, ddof=1)
+    p, se, df = p_values(first.mean(1), sd, shared + sentence / n, shared + sentence, n, PAPER_SENTENCES)
+    return first.mean(1), sd, p, se, df
+
+
+def sequential(data, design: Design, effect: float, batch: int = 2):
+    """Seeds per row and the baseline's, and verdicts, of the design over the sweeps."""
+    sweeps = next(iter(data.values())).shape[0]
+    seeds = {name: np.zeros(sweeps, dtype=int) for name in data}
+    found = {name: np.zeros(sweeps, dtype=bool) for name in data}
+    for s in range(sweeps):
+        looks, frozen, have = {name: [] for name in data}, {}, 0
+        while len(frozen) < len(data) and have < design.max_seeds:
+            have = design.pilot_seeds if have == 0 else min(have + batch, design.max_seeds)
+            for name, d in data.items():
+                if name not in frozen:
+                    delta, sd, p, se, df = (float(x[0]) for x in test(d[s:s + 1], name, have))
+                    _, _, shared = parts(name)
+                    looks[name].append(Look(have, delta, se, df, p, sd ** 2, shared, PAPER_SENTENCES))
+            for name, decision in decide(design, effect, looks, frozen).items():
+                if decision.stopped and name not in frozen:
+                    frozen[name] = decision
+                    seeds[name][s] = have
+                    found[name][s] = decision.verdict in ("better", "worse")
+    return seeds, found
+
+
+def old_rule(data, effect: float):
+    """Issue 24's rule: re-plan each row from its seeds after every batch, floor 7; the verdict
+    (Holm over the rows) at the stop."""
+    rule = SeedsRule()
+    sweeps = next(iter(data.values())).shape[0]
+    seeds = {name: np.zeros(sweeps, dtype=int) for name in data}
+    p = {name: np.ones(sweeps) for name in data}
+    for name, d in data.items():
+        _, sentence, shared = parts(name)
+        for s in range(sweeps):
+            have = rule.pilot_seeds
+            while True:
+                _, sd, pv, _, _ = (float(x[0]) for x in test(d[s:s + 1], name, have))
+                components = power_mod.Components(sd ** 2, sentence, shared, PAPER_SENTENCES, have)
+                step = rule.next(have, power_mod.booking(effect, components))
+                if step.stopped:
+                    break
+                have = step.seeds
+            seeds[name][s], p[name][s] = have, pv
+    found = {name: np.zeros(sweeps, dtype=bool) for name in data}
+    for s in range(sweeps):
+        adjusted = holm({name: p[name][s] for name in data})
+        for name in data:
+            found[name][s] = adjusted[name] < ALPHA
+    return seeds, found
+
+
+def fixed(data, n: int):
+    sweeps = next(iter(data.values())).shape[0]
+    p = {name: test(d, name, n)[2] for name, d in data.items()}
+    found = {name: np.zeros(sweeps, dtype=bool) for name in data}
+    for s in range(sweeps):
+        adjusted = holm({name: p[name][s] for name in data})
+        for name in data:
+            found[name][s] = adjusted[name] < ALPHA
+    return {name: np.full(sweeps, n) for name in data}, found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sweeps", type=int, default=2000)
+    parser.add_argument("--effect", type=float, default=0.5, help="the planned effect and the true gap, BLEU")
+    parser.add_argument("--seed", type=int, default=20261202)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    design = Design()
+    print(f"rows source, target, none against both; variance components of the Multi30k study at "
+          f"{PAPER_SENTENCES} sentences; {args.sweeps} sweeps per truth; "
+          f"GPU hours at {GPU_HOURS[0]}-{GPU_HOURS[1]} a cell")
+    print("| seeds | truth | cells per Table 4 (mean) | GPU hours | seeds per row (source / target / none) "
+          "| rows found (source / target / none) |")
+    print("|---|---|---|---|---|---|")
+    for truth in (0.0, args.effect):
+        rng = np.random.default_rng(args.seed)
+        data = draw(rng, args.sweeps, design.max_seeds, truth)
+        designs = [("group sequential (default)", sequential, (design, args.effect)),
+                   ("issue 24's rule (floor 7, max 10)", old_rule, (args.effect,))]
+        designs += [(f"fixed {n}", fixed, (n,)) for n in (3, 5, 10)]
+        for label, run, settings in designs:
+            seeds, found = run(data, *settings)
+            baseline = np.max(np.stack(list(seeds.values())), 0)
+            cells = float(np.mean(baseline + sum(seeds.values())))
+            hours = f"{cells * GPU_HOURS[0]:,.0f}-{cells * GPU_HOURS[1]:,.0f}"
+            print(f"| {label} | Δ = {truth:g} | {cells:.1f} | {hours} | "
+                  + " / ".join(f"{seeds[n].mean():.1f}" for n in COMPONENTS) + " | "
+                  + " / ".join(f"{found[n].mean():.2f}" for n in COMPONENTS) + " |")
+    print(f"wall time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
