@@ -61,7 +61,7 @@ def test_the_pilot_comes_first_for_every_row_and_its_baseline():
 
 
 def test_an_obvious_effect_stops_at_the_pilot_on_the_alpha_over_m_table_with_its_repeated_ci():
-    plan = planner()
+    plan = planner(batch_seeds=2)
     step(plan, {})
     finish(plan, {label: (1, 2, 3) for label in rows(plan)})
     worse, nothing = seed_test(-25.0, 3, sd=1.0), seed_test(0.1, 3, sd=1.0)
@@ -75,7 +75,7 @@ def test_an_obvious_effect_stops_at_the_pilot_on_the_alpha_over_m_table_with_its
     half = scipy_stats.t.ppf(1 - threshold / 2, worse.df) * worse.se   # Δ ± the boundary's t·se
     assert none.ci == pytest.approx([worse.delta - half, worse.delta + half])
     assert none.looks[-1]["threshold"] == pytest.approx(threshold) and none.looks[-1]["n"] == 3
-    # source goes on with batch_seeds (2) more, and the baseline runs them too; none gets nothing.
+    # source goes on with batch_seeds (2 here) more, and the baseline runs them too; none gets nothing.
     assert batch == [("placement=both", 4), ("placement=both", 5), ("placement=source", 4), ("placement=source", 5)]
 
 
@@ -125,14 +125,14 @@ def test_a_row_that_cannot_find_the_effect_stops_for_futility_and_one_that_runs_
 
 
 def test_a_rerun_from_the_state_takes_no_look_twice_and_the_same_decisions(tmp_path):
-    plan = planner()
+    plan = planner(batch_seeds=2)
     step(plan, {})
     finish(plan, {label: (1, 2, 3) for label in rows(plan)})
     step(plan, {"placement=none": seed_test(-25.0, 3), "placement=source": seed_test(0.3, 3)})
     write_state(tmp_path, plan.state())
     before = read_state(tmp_path)
     assert isinstance(before, SeedsState) and not before.old_rule
-    again = planner(before=before)
+    again = planner(before=before, batch_seeds=2)
     finish(again, {label: (1, 2, 3) for label in rows(again)})
     # The same seeds: no new look (even if the report's test came out otherwise), the same batch.
     assert step(again, {"placement=none": seed_test(0.0, 3), "placement=source": seed_test(9.0, 3)}) == [
@@ -242,3 +242,12 @@ def test_a_family_whose_rows_all_stopped_is_left_as_it_is():
     assert step(plan, {"placement=none": seed_test(-25.0, 3)}) == []
     before = plan.state()
     assert step(plan, {"placement=none": seed_test(-25.0, 3)}) == [] and plan.state() == before
+
+
+def test_by_default_a_row_still_open_gets_one_seed_per_look():
+    """batch_seeds defaults to 1, the design the thresholds are computed for (a look at every n)."""
+    plan = planner()
+    step(plan, {})
+    finish(plan, {label: (1, 2, 3) for label in rows(plan)})
+    batch = step(plan, {"placement=none": seed_test(0.3, 3), "placement=source": seed_test(0.3, 3)})
+    assert batch == [("placement=both", 4), ("placement=none", 4), ("placement=source", 4)]
