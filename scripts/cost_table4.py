@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """What a paper-scale Table 4 costs in cells and GPU hours under each way of choosing seeds: the
 group sequential design (``hydra/sweeper=posenc_seeds``), the rule it replaced (issue 24's
 re-planning with a floor of 7), and fixed 3, 5 and 10 seeds. docs/statistics.md's worked example.
@@ -23,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from posenc.harness.sweep.config import SeedsPlanConf  # noqa: E402
 from posenc.stats import power as power_mod  # noqa: E402
 from posenc.stats.seeds import SeedsRule  # noqa: E402
 from posenc.stats.sequential import Design, Look, decide  # noqa: E402
@@ -61,7 +63,7 @@ def test(d: np.ndarray, name: str, n: int):
     return first.mean(1), sd, p, se, df
 
 
-def sequential(data, design: Design, effect: float, batch: int = 2):
+def sequential(data, design: Design, effect: float, batch: int = SeedsPlanConf.batch_seeds):
     """Seeds per row and the baseline's, and verdicts, of the design over the sweeps."""
     sweeps = next(iter(data.values())).shape[0]
     seeds = {name: np.zeros(sweeps, dtype=int) for name in data}
