@@ -6,6 +6,7 @@ import argparse
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 
 from posenc.kinds import family_options, kind_names, option_default, option_parser
+from posenc.kinds_file import ENV as KINDS_ENV
 
 
 def _checked(name: str, parse):
@@ -59,7 +60,8 @@ def check_kinds(model_name: str, args, allowed_kinds):
     """The in-process twin of argparse's ``choices`` check (models built from code or configs)."""
     for flag, kind in (("--encoder-pos", args.encoder_pos), ("--decoder-pos", args.decoder_pos)):
         if kind not in allowed_kinds:
-            raise ValueError(f"{model_name}: {flag} {kind!r} is not supported; allowed: {', '.join(allowed_kinds)}")
+            raise ValueError(f"{model_name}: {flag} {kind!r} is not supported; allowed: {', '.join(allowed_kinds)} "
+                             f"(a kind from your own file is known once {KINDS_ENV} names that file)")
 
 
 def register_stock_twins(model_name: str, stock_names, fill_defaults):
