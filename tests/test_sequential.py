@@ -273,3 +273,12 @@ def test_the_sequential_procedure_holds_its_level_and_stops_obvious_rows_early(p
                          comparisons=100, seed=3)
     assert (obvious["verdict"] == 1).all()
     assert (obvious["stopped"] == SEQUENTIAL_STOPS.index(EFFICACY)).all() and obvious["seeds"].mean() <= 3.2
+
+
+def test_a_family_whose_rows_have_all_rejected_keeps_its_decisions():
+    """decide() with every row already stopped for efficacy: nothing to retest, the frozen verdicts back."""
+    design = Design()
+    look = Look(3, -25.0, 0.5, 2.0, 1e-6)
+    first = decide(design, 4.0, {"a": [look], "b": [look]})
+    assert {d.stopped for d in first.values()} == {EFFICACY}
+    assert decide(design, 4.0, {"a": [look], "b": [look]}, first) == first

@@ -349,7 +349,7 @@ def decide(design: Design, effect: float, rows: dict, frozen: dict = None) -> di
     names = list(dict.fromkeys([*looks, *frozen]))
     rejected = {k for k, d in frozen.items() if d.stopped == EFFICACY}
     out = dict(frozen)
-    while True:
+    while len(rejected) < len(names):  # (a family whose rows have all rejected has no α left to pass on)
         level = design.alpha / (len(names) - len(rejected))
         table = design.thresholds(level)
         crossed = {}
@@ -364,7 +364,7 @@ def decide(design: Design, effect: float, rows: dict, frozen: dict = None) -> di
             out[name] = Decision(EFFICACY, f"efficacy at {look.n} seeds", BETTER if look.delta > 0 else WORSE, look,
                                  repeated_ci(look, look.threshold), level)
         rejected |= set(crossed)
-        if not crossed or len(rejected) == len(names):
+        if not crossed:
             break
     level = design.alpha / max(len(names) - len(rejected), 1)
     for name in names:
