@@ -41,8 +41,8 @@ def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_lin
         stop_reason = None
         try:
             for line in proc.stdout:
+                stopper.on_line(line)  # before the log shows the line: a stop sent on seeing it must see the save
                 log.write(line)
-                stopper.on_line(line)
                 if on_line:
                     on_line(line)
                 if stop_if and stop_reason is None:
