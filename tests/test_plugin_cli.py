@@ -51,8 +51,9 @@ def test_train_and_generate_with_attention_biases(reversal_corpus, tmp_path, enc
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["rope", "alibi", "t5", "shaw"])
-@pytest.mark.parametrize("flag", ["--encoder-pos", "--decoder-pos"])
+# Each attention kind once, the sides taking turns: both flags are one argparse choice list.
+@pytest.mark.parametrize("flag,kind", [("--encoder-pos", "rope"), ("--decoder-pos", "alibi"),
+                                       ("--encoder-pos", "t5"), ("--decoder-pos", "shaw")])
 def test_fconv_refuses_attention_kinds_at_start_up_with_one_line(reversal_corpus, tmp_path, kind, flag):
     proc = fairseq("fairseq-train", reversal_corpus, "--user-dir", PLUGIN, "--arch", "posenc_fconv_small",
                    flag, kind, "--save-dir", tmp_path, cwd=tmp_path, check=False)

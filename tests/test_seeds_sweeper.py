@@ -94,9 +94,10 @@ def test_max_seeds_changed_on_the_rerun_of_a_started_sweep_is_refused(tmp_path):
     assert json.loads((sweep / SEEDS_FILE).read_text()) == started
 
 
-# An obvious effect on a tiny corpus: a row whose learning rate is 1e-9 learns nothing (BLEU about
-# 0.05) against 0.002, which reaches about 5-20 BLEU in 120 updates (its seeds spread widely).
-LEARNS = ["budget=smoke", "budget.max_epoch=0", "budget.max_update=120", "data.generator.train=300",
+# An obvious effect on a small corpus: a row whose learning rate is 1e-9 learns nothing (BLEU near 0)
+# against 0.002, which learns some in 120 updates (its seeds spread widely). 1,200 training sentences
+# make those updates 10 epochs, not 40: a cell's time goes mostly to each epoch's validation and save.
+LEARNS = ["budget=smoke", "budget.max_epoch=0", "budget.max_update=120", "data.generator.train=1200",
           "data.generator.valid=40", "data.generator.test=37", "data.generator.test_long=20",
           "optim.args.lr=1e-9,0.002", "hydra.sweeper.baseline='optim.args.lr=0.002'", "hydra/sweeper=posenc_seeds",
           "hydra.sweeper.max_seeds=5", "hydra.sweeper.batch_seeds=2", "hydra/launcher=joblib",
