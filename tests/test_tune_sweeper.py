@@ -64,55 +64,6 @@ def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
 
 
 @pytest.mark.slow
-def test_rows_tune_prune_and_run_their_best_values_seeds_and_trials_never_score_test(tmp_path):
-    sweep, cache = tmp_path / "sweep", tmp_path / "cache"
-    out = run(sweep, cache, *GRID, *PRUNED)
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = state(sweep)
-    for row in got["rows"]:
-        assert [(t["values"]["optim.args.lr"], t["state"]) for t in row["trials"]] == \
-            [("0.003", "COMPLETE"), ("1e-05", "PRUNED")], row
-        assert row["best"]["values"] == {"optim.args.lr": "0.003"} and row["seeds"] == [1]
-    # A pruned trial: its record says so and why, training stopped with a save, its checkpoints are kept.
-    for trial in trial_dirs(sweep):
-        record = json.loads((trial / RESULT_FILE).read_text())
-        if "trial=1" in trial.name:
-            assert record["status"] == "pruned" and record["epochs"] == 1, record
-            assert record["error"].startswith("pruned by the median pruner at the end of epoch 1: validation loss ")
-            assert (trial / "checkpoints" / "checkpoint_last.pt").stat().st_size > 0
-            assert "training stopped on request, checkpoint saved" in (trial / "train.log").read_text()
-        else:
-            assert record["status"] == "ok" and record["valid_loss"] > 0
-        # No trial ever scored the test split: no decoding, no output, no score, not even a command for it.
-        assert record["bleu"] is None and record["test_sentences"] is None and record["trial"] in (0, 1)
-        assert not list(trial.glob("generate*")) and not list(trial.glob("hypotheses*"))
-        assert "fairseq-generate" not in (trial / "commands.sh").read_text()
-    # The table is the best values' own seeds, scored as any cell, and says how each row was tuned.
-    read = read_sweep(sweep)
-    assert sorted(c.name for c in read.cells) == [
-        f"budget.max_epoch=2,budget.max_update=0,budget=smoke,optim.args.lr=0.003,placement={p},seed=1"
-        for p in ("both", "none")]
-    assert all(c.record["bleu"] is not None for c in read.cells) and len(read.trials) == 4
-    table = (sweep / "table.md").read_text()
-    assert "Tuned rows (hydra/sweeper=posenc_tune)" in table and "| placement=none | optim.args.lr=0.003 | 0 (" in table
-    rows = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--format", "csv"], capture_output=True, text=True)
-    header, *lines = rows.stdout.splitlines()
-    tuned = header.split(",").index("tuned")
-    chosen = [line.split(",")[tuned] for line in lines if line and not line.startswith("#")]
-    assert chosen == ["optim.args.lr=0.003"] * 2
-    summary = out.stdout.strip().splitlines()[-1]
-    assert summary == ("2 cells: 2 ok; tune strategy: placement=both 2 trials (1 pruned), best optim.args.lr=0.003; "
-                       "placement=none 2 trials (1 pruned), best optim.args.lr=0.003")
-    listed = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--trials"], capture_output=True, text=True)
-    assert listed.returncode == 0 and listed.stdout.count("| pruned |") == 2, listed.stdout + listed.stderr
-    # The same command again: every study is done, nothing is launched, nothing retrained.
-    written = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
-    again = run(sweep, cache, *GRID, *PRUNED)
-    assert again.returncode == 0 and "tune strategy: batch of" not in again.stdout + again.stderr, again.stderr[-3000:]
-    assert {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")} == written
-
-
-@pytest.mark.slow
 def test_a_sweeper_stopped_mid_study_continues_with_the_same_proposals(tmp_path):
     sweep, cache = tmp_path / "sweep", tmp_path / "cache"
     space = {"optim.args.lr": {"low": 1e-4, "high": 1e-2, "log": True}}
@@ -149,17 +100,35 @@ def test_a_sweeper_stopped_mid_study_continues_with_the_same_proposals(tmp_path)
 
 
 @pytest.mark.slow
-def test_the_best_values_seeds_can_be_sized_by_the_seeds_strategy(tmp_path):
+def test_rows_tune_prune_and_size_their_best_values_seeds_by_the_seeds_strategy_and_trials_never_score_test(
+        tmp_path):
     """hydra.sweeper.seeds_strategy instead of a fixed count: the tuned rows' seeds are decided as the
     seeds strategy's group sequential design decides them (looks at 2 and 3 seeds; smoke cells of
-    one learning rate differ by hundredths of a BLEU, so the compared row runs on to max_seeds)."""
+    one learning rate differ by hundredths of a BLEU, so the compared row runs on to max_seeds).
+    A fixed count (hydra.sweeper.seeds) runs in tests/test_slurm.py's tune test."""
     sweep, cache = tmp_path / "sweep", tmp_path / "cache"
     plan = "hydra.sweeper.seeds_strategy={effect: 0.01, pilot_seeds: 2, max_seeds: 3, batch_seeds: 1}"
     out = run(sweep, cache, *GRID, *PRUNED, plan)
     assert out.returncode == 0, out.stderr[-3000:]
     got = state(sweep)
     for row in got["rows"]:
+        assert [(t["values"]["optim.args.lr"], t["state"]) for t in row["trials"]] == \
+            [("0.003", "COMPLETE"), ("1e-05", "PRUNED")], row
         assert row["best"]["values"] == {"optim.args.lr": "0.003"} and row["seeds"] == [1, 2, 3], row
+    # A pruned trial: its record says so and why, training stopped with a save, its checkpoints are kept.
+    for trial in trial_dirs(sweep):
+        record = json.loads((trial / RESULT_FILE).read_text())
+        if "trial=1" in trial.name:
+            assert record["status"] == "pruned" and record["epochs"] == 1, record
+            assert record["error"].startswith("pruned by the median pruner at the end of epoch 1: validation loss ")
+            assert (trial / "checkpoints" / "checkpoint_last.pt").stat().st_size > 0
+            assert "training stopped on request, checkpoint saved" in (trial / "train.log").read_text()
+        else:
+            assert record["status"] == "ok" and record["valid_loss"] > 0
+        # No trial ever scored the test split: no decoding, no output, no score, not even a command for it.
+        assert record["bleu"] is None and record["test_sentences"] is None and record["trial"] in (0, 1)
+        assert not list(trial.glob("generate*")) and not list(trial.glob("hypotheses*"))
+        assert "fairseq-generate" not in (trial / "commands.sh").read_text()
     none = next(r for r in got["rows"] if r["row"] == "placement=none")
     assert [look["n"] for look in none["plan"]["looks"]] == [2, 3]
     assert (none["plan"]["stopped"], none["plan"]["why"], none["plan"]["verdict"]) == \
@@ -168,9 +137,30 @@ def test_the_best_values_seeds_can_be_sized_by_the_seeds_strategy(tmp_path):
     batches = [line.split("batch of ")[1].split(":")[0] for line in logged.splitlines()
                if "the best values' seeds by the seeds strategy, batch of" in line]
     assert batches == ["4", "2"], batches  # the pilot of both rows, then one more seed each
+    # The table is the best values' own seeds, scored as any cell, and says how each row was tuned.
     read = read_sweep(sweep)
-    assert len(read.cells) == 6 and {c.status for c in read.every_cell()} == {"ok"} and len(read.trials) == 4
+    assert sorted(c.name for c in read.cells) == [
+        f"budget.max_epoch=2,budget.max_update=0,budget=smoke,optim.args.lr=0.003,placement={p},seed={s}"
+        for p in ("both", "none") for s in (1, 2, 3)]
+    assert {c.status for c in read.every_cell()} == {"ok"} and len(read.trials) == 4
+    assert all(c.record["bleu"] is not None for c in read.cells)
     table = (sweep / "table.md").read_text()
+    assert "Tuned rows (hydra/sweeper=posenc_tune)" in table and "| placement=none | optim.args.lr=0.003 | 0 (" in table
     assert "sized by the seeds strategy (|Δ| = 0.01 BLEU against placement=both, 2 pilot seeds" in table
     assert "| 3 (max_seeds) |" in table  # the tuned rows' seeds and why they stopped
-    assert out.stdout.strip().splitlines()[-1].startswith("6 cells: 6 ok; tune strategy: placement=both 2 trials")
+    rows = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--format", "csv"], capture_output=True, text=True)
+    header, *lines = rows.stdout.splitlines()
+    tuned = header.split(",").index("tuned")
+    chosen = [line.split(",")[tuned] for line in lines if line and not line.startswith("#")]
+    assert chosen == ["optim.args.lr=0.003"] * 2
+    assert out.stdout.strip().splitlines()[-1].startswith(
+        "6 cells: 6 ok; tune strategy: placement=both 2 trials (1 pruned), best optim.args.lr=0.003")
+    listed = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--trials"], capture_output=True, text=True)
+    assert listed.returncode == 0 and listed.stdout.count("| pruned |") == 2, listed.stdout + listed.stderr
+    # The same command again: every study and every row is done, nothing is launched, nothing retrained.
+    written = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
+    again = run(sweep, cache, *GRID, *PRUNED, plan)
+    launched = [line for line in (again.stdout + again.stderr).splitlines()
+                if "tune strategy: batch of" in line or "seeds strategy, batch of" in line]
+    assert again.returncode == 0 and not launched, again.stderr[-3000:]
+    assert {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")} == written
