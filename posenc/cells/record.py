@@ -210,11 +210,6 @@ def is_interrupted(record) -> bool:
     return _status(record) == INTERRUPTED
 
 
-def is_running(record) -> bool:
-    """Still ``running``: the cell runs, or was killed outright before it recorded an outcome."""
-    return _status(record) == RUNNING
-
-
 def is_pruned(record) -> bool:
     return _status(record) == PRUNED
 

@@ -105,8 +105,3 @@ def _fetch_http(url: str, part: Path, offset: int, timeout: float) -> None:
                 f"download of {url} stopped at {received} of {expected} bytes; run again to "
                 f"resume"
             )
-
-
-def sha256_of(path: Path) -> str:  # convenience for recipe authors adding checksums
-    return file_sha256(path)
-

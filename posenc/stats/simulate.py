@@ -24,8 +24,6 @@ from posenc.metrics import Scorer
 from posenc.metrics_vector import bleu
 from posenc.stats.verdict import ALPHA, p_values, test_parts
 
-NOISE = ("independent", "shared")
-
 
 def resample_counts(sentences: int, resamples: int, seed: int) -> np.ndarray:
     """How often each sentence is drawn in each bootstrap resample, ``(resamples, sentences)``."""
