@@ -153,8 +153,10 @@ def test_rows_tune_prune_and_size_their_best_values_seeds_by_the_seeds_strategy_
     tuned = header.split(",").index("tuned")
     chosen = [line.split(",")[tuned] for line in lines if line and not line.startswith("#")]
     assert chosen == ["optim.args.lr=0.003"] * 2
-    assert out.stdout.strip().splitlines()[-1].startswith(
-        "6 cells: 6 ok; tune strategy: placement=both 2 trials (1 pruned), best optim.args.lr=0.003")
+    summary = out.stdout.strip().splitlines()[-1]
+    assert summary.startswith("6 cells: 6 ok; tune strategy: placement=both 2 trials (1 pruned), "
+                              "best optim.args.lr=0.003"), summary
+    assert "; placement=none 2 trials (1 pruned), best optim.args.lr=0.003" in summary, summary
     listed = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--trials"], capture_output=True, text=True)
     assert listed.returncode == 0 and listed.stdout.count("| pruned |") == 2, listed.stdout + listed.stderr
     # The same command again: every study and every row is done, nothing is launched, nothing retrained.
