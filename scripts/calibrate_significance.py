@@ -374,20 +374,21 @@ def fixed_same_power_simulated(pool, noise, size, seed_sd, effect, rows, power, 
     return n - 1 if reaches(n - 1) else n
 
 
-def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=2, fixed_sweeps=800):
-    """The group sequential design (``posenc.stats.sequential.Design()``'s defaults, batches of
-    ``batch_seeds``) as a sweep runs it (``simulate.sequential``), one row and three rows sharing a
-    baseline, in the adaptive part's worlds (max_seeds 10): ``null`` sweeps at Δ = 0 (the
-    family-wise false-positive rate), ``alt`` at the planned Δ and 2Δ and ``alt // 2`` at 5Δ and 20Δ
-    (every row at that Δ); beside it today's rule (SeedsRule: pilot 3, batches 2, min_seeds 7,
-    max_seeds 10; one row, ``old`` sweeps per Δ) and the fixed design of the same power, by the
-    verdict's power formula at α (no multiplicity: a lower bound) and simulated with Holm over the
-    rows (``fixed_sweeps`` sweeps per seed count tried)."""
+def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=2, fixed_sweeps=800, gamma=None):
+    """The group sequential design (``posenc.stats.sequential.Design()``'s defaults, HSD's γ set to
+    ``gamma`` where given, batches of ``batch_seeds``) as a sweep runs it
+    (``simulate.sequential``), one row and three rows sharing a baseline, in the adaptive part's
+    worlds (max_seeds 10): ``null`` sweeps at Δ = 0 (the family-wise false-positive rate),
+    ``alt`` at the planned Δ and 2Δ and ``alt // 2`` at 5Δ and 20Δ (every row at that Δ); beside
+    it today's rule (SeedsRule: pilot 3, batches 2, min_seeds 7, max_seeds 10; one row, ``old``
+    sweeps per Δ) and the fixed design of the same power, by the verdict's power formula at α
+    (no multiplicity: a lower bound) and simulated with Holm over the rows (``fixed_sweeps``
+    sweeps per seed count tried)."""
     from posenc.stats.seeds import SeedsRule
     from posenc.stats.sequential import Design, sequential_power
     from posenc.stats.simulate import SEQUENTIAL_STOPS, adaptive, sequential
 
-    design = Design()
+    design = Design() if gamma is None else Design(gamma=gamma)
     sentence_n = world_parts(pool, noise, PILOT_SIZE, seed, sweeps=100)[0]
     worlds = list(itertools.product(RATIOS, ADAPTIVE_FACTORS))
     rows = []
@@ -466,6 +467,8 @@ def main():
                         help="its sweeps at E and 2E per world and family; half at 5E and 20E (default 2000)")
     parser.add_argument("--sequential-batch", type=int, default=1,
                         help="seeds a row gets between two looks in the sequential part (default 1, the sweeper's)")
+    parser.add_argument("--sequential-gamma", type=float, default=None,
+                        help="the sequential part's Hwang-Shih-DeCani γ (default: Design()'s)")
     parser.add_argument("--today", type=int, default=2000,
                         help="its sweeps per Δ of today's rule, one row (default 2000)")
     parser.add_argument("--only", default="null,effects,planning",
@@ -515,9 +518,10 @@ def main():
         lines += [f"## The booking of pilots whose seeds agree, {args.noise} errors", "",
                   *booking_part(pool, args.noise, args.held_out, 16000), ""]
     if "sequential" in parts:
-        lines += [f"## The group sequential design (issue 30), {args.noise} errors", "",
+        gamma = f", γ = {args.sequential_gamma:g}" if args.sequential_gamma is not None else ""
+        lines += [f"## The group sequential design (issue 30){gamma}, {args.noise} errors", "",
                   *sequential_part(pool, args.noise, args.sequential_null, args.sequential_alt, args.today, 15000,
-                                   args.quick, batch_seeds=args.sequential_batch), ""]
+                                   args.quick, batch_seeds=args.sequential_batch, gamma=args.sequential_gamma), ""]
     wall = time.perf_counter() - started
     head = ["- Command: `OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/calibrate_significance.py "
             + " ".join(sys.argv[1:]) + "`",
