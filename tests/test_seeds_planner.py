@@ -144,7 +144,7 @@ def test_a_rerun_from_the_state_takes_no_look_twice_and_the_same_decisions(tmp_p
 @pytest.mark.parametrize("given,message", [
     ({"max_seeds": 12}, "hydra.sweeper.max_seeds=12 differs from 10, with which this sweep started (its thresholds "
                         "depend on it); allowed: max_seeds=10, or a new hydra.sweep.dir"),
-    ({"gamma": -2.0}, "hydra.sweeper.gamma=-2.0 differs from -3.0"),
+    ({"gamma": -3.0}, "hydra.sweeper.gamma=-3.0 differs from -2.0"),
 ])
 def test_a_rerun_with_another_design_is_refused(tmp_path, given, message):
     plan = planner()

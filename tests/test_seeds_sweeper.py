@@ -106,7 +106,7 @@ LEARNS = ["budget=smoke", "budget.max_epoch=0", "budget.max_update=120", "data.g
 
 @pytest.mark.slow
 def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_looks_decides_the_same(tmp_path):
-    """The design's defaults (α 0.05, Hwang-Shih-DeCani γ -3) with N = 5 and batches of 2: looks at 3
+    """The design's defaults (α 0.05, Hwang-Shih-DeCani γ -2) with N = 5 and batches of 2: looks at 3
     and 5 seeds. The sweep is killed while the second batch trains, and rerun."""
     from posenc.stats.sequential import Design
 

@@ -32,10 +32,12 @@ from posenc.stats.verdict import BETTER, NO_EVIDENCE, WORSE
 DEFAULT = Design()
 
 
-def test_the_default_table_is_the_issues_and_cached():
-    """The issue's values for α = 0.05, N = 10, HSD γ = -3 (its own simulation, 4 decimals)."""
+def test_the_issues_table_at_its_gamma_and_the_cache():
+    """The issue's values for α = 0.05, N = 10, HSD γ = -3 (its own simulation, 4 decimals); the
+    default γ is -2 since the calibration, and its table is the same computation."""
+    issues = Design(gamma=-3.0)
     started = time.perf_counter()
-    table = DEFAULT.thresholds()
+    table = issues.thresholds()
     first = time.perf_counter() - started
     issue = [.0038, .0029, .0041, .0062, .0092, .0137, .0206, .0304]
     assert list(table) == list(range(3, 11))
@@ -43,8 +45,10 @@ def test_the_default_table_is_the_issues_and_cached():
         # Monte Carlo relative sd 1/sqrt(PATHS·Δα) <= 1.5% here, plus the issue's own and its rounding.
         assert a == pytest.approx(quoted, rel=0.05, abs=0.00006), (n, a)
     started = time.perf_counter()
-    assert DEFAULT.thresholds() == table and DEFAULT.thresholds(0.05) == table
+    assert issues.thresholds() == table and issues.thresholds(0.05) == table
     assert time.perf_counter() - started < 0.01 and first < 10   # once (the budget: well under 2 s idle)
+    assert DEFAULT.gamma == -2.0 and DEFAULT.thresholds()[3] > table[3]   # spends more at the pilot
+    assert DEFAULT.thresholds()[10] < table[10]                           # and less at N
 
 
 def test_the_first_look_is_the_plain_t_and_one_look_is_the_fixed_test():
