@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from posenc.analysis.probes import absolute_position_probe, position_folds, relative_order_probe
-from posenc.analysis.properties import (
+from posenc.analysis.measure.periods import dominant_periods, sinusoid_wavelengths
+from posenc.analysis.measure.probes import absolute_position_probe, position_folds, relative_order_probe
+from posenc.analysis.measure.properties import (
     attention_logit_properties,
     attention_logits,
     dot_product_properties,
@@ -15,7 +16,7 @@ from posenc.analysis.properties import (
     monotone_range,
     pairwise_symmetry,
 )
-from posenc.analysis.relative import (
+from posenc.analysis.measure.relative_linear import (
     apply_shift,
     factorisation_check,
     fit_shift_lstsq,
@@ -23,8 +24,7 @@ from posenc.analysis.relative import (
     relative_linear_errors,
     shift_matrix,
 )
-from posenc.analysis.scale import expected_gaussian_norm, init_token_comparison, norm_stats
-from posenc.analysis.values import dominant_periods, sinusoid_wavelengths
+from posenc.analysis.measure.scale import expected_gaussian_norm, init_token_comparison, norm_stats
 from posenc.encodings.sinusoidal import sinusoid_frequencies, sinusoid_table
 
 VARIANTS = ("paper", "fairseq")

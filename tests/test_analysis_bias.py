@@ -10,8 +10,8 @@ import torch
 
 from fairseq_helpers import build
 from pe_cli_helpers import run_cli
-from posenc.analysis.analyze import checkpoint_report
-from posenc.analysis.bias_summary import head_summary
+from posenc.analysis.measure.bias_locality import head_summary
+from posenc.analysis.measure.checkpoint import checkpoint_report
 from test_analysis_rebuild import save_like_fairseq
 from test_analysis_sweep import record
 

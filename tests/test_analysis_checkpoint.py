@@ -13,8 +13,9 @@ import torch
 import torch.nn as nn
 
 from pe_cli_helpers import run_cli
-from posenc.analysis.checkpoint import extract_tables, token_embedding
-from posenc.analysis.checkpoint_file import CheckpointError, load_checkpoint
+from posenc.analysis.read.fairseq_checkpoint import CheckpointError, load_checkpoint
+from posenc.analysis.read.model_weights import token_embedding
+from posenc.analysis.read.position_tables import extract_tables
 from posenc.encodings import fconv_learned_positions, make_positions, sinusoid_table, transformer_learned_positions
 
 PAD, D, MAXPOS, VOCAB = 1, 16, 24, 12

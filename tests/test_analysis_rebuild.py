@@ -11,9 +11,9 @@ import torch
 from fairseq_helpers import PAD, DummyTask, build
 from fairseq_tools import train
 from pe_cli_helpers import run_cli
-from posenc.analysis.checkpoint import extract_tables
-from posenc.analysis.checkpoint_file import load_checkpoint
-from posenc.analysis.optimizer_state import optimizer_states, trained_positions
+from posenc.analysis.read.fairseq_checkpoint import load_checkpoint
+from posenc.analysis.read.optimizer_state import optimizer_states, trained_positions
+from posenc.analysis.read.position_tables import extract_tables
 
 NON_DEFAULT = ("--sinusoidal-scale", "0.37", "--sinusoidal-base", "500", "--sinusoidal-variant", "paper")
 

@@ -85,7 +85,7 @@ def test_every_reader_sees_a_nested_cell_and_an_unreadable_one(tmp_path):
     assert line == "3 cells: 1 ok, 1 failed: cell=deep/b (boom), 1 not run: cell=torn (result.json unreadable)"
     assert status == 1
     assert sweep_eta(read, 2) == pytest.approx(2.0)  # the one ok cell's minute, twice
-    from posenc.analysis.sweep import find_cells
+    from posenc.analysis.measure.sweep import find_cells
 
     cells, notes = find_cells(sweep)
     assert [(c.name, c.status) for c in cells] == [("a", "ok"), ("deep/b", "failed"), ("torn", "unreadable")]
@@ -100,7 +100,7 @@ def test_planned_cells_that_never_reported_are_missing_for_every_reader(tmp_path
     read = read_sweep(sweep)
     assert read.planned and read.missing == ["placement=none,seed=1"]
     assert summarize(sweep) == ("2 cells: 1 ok, 1 not run: placement=none", 1)
-    from posenc.analysis.sweep import find_cells
+    from posenc.analysis.measure.sweep import find_cells
 
     statuses = {c.name: c.status for c in find_cells(sweep)[0]}
     assert statuses == {"leftover": "failed", "placement=both,seed=1": "ok", "placement=none,seed=1": "missing"}

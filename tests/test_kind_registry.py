@@ -167,8 +167,8 @@ def test_a_query_dependent_logits_term_sees_the_queries(registry):
 def test_a_kind_registered_outside_the_package_trains_and_decodes_through_fairseq(reversal_corpus, tmp_path, family,
                                                                                    kind, key):
     """``--user-dir tests/toy_kind`` (which imports the plugin and registers the toys) is all it takes."""
-    from posenc.analysis.checkpoint import extract_tables
-    from posenc.analysis.checkpoint_file import load_checkpoint, model_args
+    from posenc.analysis.read.fairseq_checkpoint import load_checkpoint, model_args
+    from posenc.analysis.read.position_tables import extract_tables
 
     train(reversal_corpus, tmp_path / "ckpt", SMALL[family], "--encoder-pos", kind, "--decoder-pos", kind,
           cwd=tmp_path, user_dir=TOY)
@@ -217,8 +217,8 @@ def test_the_plugin_reads_the_registry_when_it_builds_its_parser(registry):
 def test_the_analysis_reads_a_kind_through_its_registration_alone(registry, tmp_path):
     """A bias kind registered here, with its own rebuild, is analysed like t5 and alibi: the
     analysis calls the registration and knows no kind by name."""
-    from posenc.analysis.analyze import checkpoint_report
-    from posenc.analysis.bias import RelativeBias
+    from posenc.analysis.measure.checkpoint import checkpoint_report
+    from posenc.analysis.read.relative_bias import RelativeBias
     from test_analysis_rebuild import save_like_fairseq
 
     def rebuild(ckpt, side, max_len):

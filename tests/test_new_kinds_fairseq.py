@@ -25,7 +25,7 @@ def hypotheses(stdout: str) -> list:
 ])
 def test_a_new_kind_trains_records_its_flag_and_decodes_through_fairseq(reversal_corpus, tmp_path, family, kind,
                                                                          flags, recorded):
-    from posenc.analysis.checkpoint_file import load_checkpoint, model_args
+    from posenc.analysis.read.fairseq_checkpoint import load_checkpoint, model_args
 
     train(reversal_corpus, tmp_path / "ckpt", SMALL[family], "--encoder-pos", kind, "--decoder-pos", kind, *flags,
           cwd=tmp_path)

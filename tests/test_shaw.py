@@ -11,7 +11,7 @@ from fairseq.modules import MultiheadAttention
 
 from fairseq_helpers import DummyTask, build, decoder_output, parse_args, random_batch
 from pe_cli_helpers import run_cli
-from posenc.analysis.analyze import checkpoint_report
+from posenc.analysis.measure.checkpoint import checkpoint_report
 from posenc.encodings.shaw import ShawRelativePositions
 from posenc.fairseq_plugin.positional_attention import PositionalSelfAttention
 from test_analysis_rebuild import save_like_fairseq

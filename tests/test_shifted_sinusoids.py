@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fairseq_helpers import PAD, DummyTask, build, decoder_output, random_batch
-from posenc.analysis.checkpoint import extract_tables
+from posenc.analysis.read.position_tables import extract_tables
 from posenc.encodings.shifted import CapeEmbedding, ShiftedSinusoidalEmbedding
 from posenc.encodings.sinusoidal import SinusoidalPositionalEmbedding, sinusoid_frequencies
 from test_analysis_rebuild import save_like_fairseq

@@ -16,13 +16,14 @@ import math
 import os
 import sys
 
+from posenc.analysis.measure.bases import DEFAULT_BASES as BASES
 from posenc.cells.record import is_ok
 from posenc.encodings.defaults import SINUSOID_BASE
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS
 from posenc.kinds_file import ENV as KINDS_ENV
 from posenc.kinds_file import KindsFileError, load_kinds_file
 
-DEFAULT_BASES = "10,100,1000,10000,100000,1000000"
+DEFAULT_BASES = ",".join(f"{base:.0f}" for base in BASES)  # --bases as typed: 10,100,...,1000000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -148,14 +149,12 @@ def main(argv=None) -> int:
 
 
 def _run_sinusoidal(args) -> int:
-    from posenc.analysis.analyze import sinusoid_report
-    from posenc.analysis.writeup import sinusoid_figures, sinusoid_markdown, write_json, write_markdown
+    from posenc.analysis.measure.sinusoid import sinusoid_report
+    from posenc.analysis.write.outputs import write_sinusoid
 
     report, extras = sinusoid_report(args.dim, args.max_len, args.variant, base=args.base,
                                      run_probes=not args.no_probes, folds=args.folds, seed=args.seed)
-    report["figures"] = sinusoid_figures(report, extras, args.out)
-    write_json(report, args.out)
-    write_markdown(sinusoid_markdown(report), args.out)
+    write_sinusoid(report, extras, args.out)
     print(f"posenc-pe: sinusoid d={args.dim} N={args.max_len} ({args.variant}, base {args.base:g}): "
           f"relative_linear_max_error={report['relative_linear_max_error']:.3g}, "
           f"norm_mean={report['norm_mean']:.6g}; wrote {args.out}/report.json")
@@ -163,9 +162,9 @@ def _run_sinusoidal(args) -> int:
 
 
 def _run_checkpoint(args) -> int:
-    from posenc.analysis.analyze import checkpoint_report
-    from posenc.analysis.checkpoint_file import CheckpointError
-    from posenc.analysis.writeup import checkpoint_figures, checkpoint_markdown, write_json, write_markdown
+    from posenc.analysis.measure.checkpoint import checkpoint_report
+    from posenc.analysis.read.fairseq_checkpoint import CheckpointError
+    from posenc.analysis.write.outputs import write_checkpoint
 
     try:
         report, extras = checkpoint_report(args.checkpoint, padding_idx=args.padding_idx, max_len=args.max_len,
@@ -175,9 +174,7 @@ def _run_checkpoint(args) -> int:
     err = _prepare_out(args.out)
     if err:
         return _fail(err)
-    report["figures"] = checkpoint_figures(report, extras, args.out)
-    write_json(report, args.out)
-    write_markdown(checkpoint_markdown(report), args.out)
+    write_checkpoint(report, extras, args.out)
     kinds = ", ".join(f"{s} {k}" for s, k in report["kinds"].items())
     print(f"posenc-pe: {args.checkpoint}: {kinds}; wrote {args.out}/report.json")
     return 0
@@ -196,8 +193,8 @@ def _parse_bases(text: str):
 
 
 def _run_bases(args) -> int:
-    from posenc.analysis.bases import bases_report
-    from posenc.analysis.summary import write_bases
+    from posenc.analysis.measure.bases import bases_report
+    from posenc.analysis.write.outputs import write_bases
 
     report, extras = bases_report(args.dim, args.max_len, args.variant, args.bases, run_probes=not args.no_probes,
                                   folds=args.folds, seed=args.seed)
@@ -208,8 +205,8 @@ def _run_bases(args) -> int:
 
 
 def _run_sweep(args) -> int:
-    from posenc.analysis.summary import write_sweep
-    from posenc.analysis.sweep import columns, init_references, sweep_rows
+    from posenc.analysis.measure.sweep import columns, init_references, sweep_rows
+    from posenc.analysis.write.outputs import write_sweep
     from posenc.cells.sweep import SweepError
 
     try:

@@ -1,4 +1,4 @@
-"""Position tables inside a loaded fairseq checkpoint (:mod:`posenc.analysis.checkpoint_file`
+"""Position tables inside a loaded fairseq checkpoint (:mod:`posenc.analysis.read.fairseq_checkpoint`
 unpickles it and reads its arguments).
 
 Learned tables are ``{encoder,decoder}.embed_positions.weight`` in both fconv and the Transformer.
@@ -14,7 +14,7 @@ plugin's own function (``model_sinusoid_table``) from the settings the plugin re
 defaults (``posenc.encodings.defaults``): the same rows, the same row offset (the first token gets
 the angle of position ``padding_idx + 1``) and the same float32 arithmetic.
 
-Sides with a relative attention bias (t5, alibi) have no table; :mod:`posenc.analysis.bias`
+Sides with a relative attention bias (t5, alibi) have no table; :mod:`posenc.analysis.read.relative_bias`
 rebuilds their bias. A rope side has neither and is listed with a note.
 
 A side's kind is what the args record, else what its state-dict keys show; what is read of it
@@ -28,21 +28,12 @@ many positions a side serves (:mod:`posenc.encodings.defaults`), what a sinusoid
 (:mod:`posenc.kinds`).
 """
 
-import math
 from dataclasses import dataclass, field
 
 import torch
 
-from posenc.analysis.checkpoint_file import (
-    TOKEN_KEY,
-    CheckpointError,
-    attention_heads,
-    checkpoint_family,
-    embed_dim,
-    find_key,
-    model_args,
-)
-from posenc.analysis.optimizer_state import trained_positions
+from posenc.analysis.read.fairseq_checkpoint import CheckpointError, checkpoint_family, embed_dim, find_key, model_args
+from posenc.analysis.read.optimizer_state import trained_positions
 from posenc.encodings.defaults import (
     SINUSOID_BASE,
     SINUSOID_VARIANT,
@@ -65,7 +56,6 @@ from posenc.kinds import (
 )
 
 SIDES = ("encoder", "decoder")
-SELF_ATTENTION_KEY = "{side}.layers.0.self_attn.{proj}.weight"
 DEFAULT_MAX_POSITIONS = 1024  # fairseq's default --max-source/target-positions
 
 
@@ -172,61 +162,69 @@ def extract_tables(ckpt: dict, padding_idx=None, max_len=None, require_table: bo
         kind = recognised_kind(side, args, family, state)
         reads = what_is_read(kind, key is not None)
         if reads == TABLE and key is not None:
-            weight = state[key].detach().to(torch.float64)
-            notes = []
-            pad = padding_idx
-            if pad is None:
-                pad, found = detect_padding_idx(weight)
-                if not found:
-                    notes.append(f"no zero padding row among rows 0..3; assumed padding_idx={pad}")
-            first = pad + 1
-            rows = weight[first:]
-            trained, note = trained_positions(ckpt, key, pad)
-            if note:
-                notes.append(note)
-            if max_len is not None:
-                rows = rows[:max_len]
-            elif trained is not None and trained >= 2:
-                rows = rows[:trained]
-                notes.append(f"analysed positions 0..{trained - 1}, the ones training reached; the rows after "
-                             f"them keep their initialisation (--max-len N analyses the first N)")
-            if rows.size(0) < 2:
-                raise CheckpointError(f"{key} has {weight.size(0)} rows: fewer than 2 positions after row {first}")
-            out[side] = PositionTable(side, kind, rows, key, first, pad, weight.size(0), notes,
-                                      trained_positions=trained)
-            continue
-        if reads == SINUSOID:
-            dim = embed_dim(ckpt, side)
-            if dim is None:
-                out[side] = PositionTable(side, kind, notes=["sinusoidal, but the embedding dimension is unknown"])
-                continue
-            pad = 1 if padding_idx is None else padding_idx
-            n = _usable_positions(args, side, family, pad)
-            if max_len is not None:
-                n = min(n, max_len)
-            settings = sinusoid_settings(args, family)
-            table = model_sinusoid_table(pad + 1 + n, int(dim), pad, settings["variant"], settings["scale"],
-                                         settings["base"])[pad + 1 :].to(torch.float64)
-            notes = [f"rebuilt as the model builds it: rows {pad + 1}..{pad + n} of the {settings['variant']} "
-                     f"sinusoid, base {settings['base']:g}, times {settings['scale']:.6g}"]
-            trained_under = {name: value for name, value in recorded_options(kind, args).items()
-                             if not name.startswith("sinusoidal_")}
-            if trained_under:  # a sinusoid that training moved at random (SHAPE, CAPE): how far
-                settings["trained_under"] = trained_under
-                ranges = ", ".join(f"{name} {value:g}" for name, value in trained_under.items() if value is not None)
-                notes.append(f"{kind}: the plain sinusoid at inference; in training its positions moved at random "
-                             f"within {ranges or 'ranges the checkpoint does not record'}")
-            if settings["defaulted"]:
-                notes.append("not recorded in the checkpoint, the plugin's defaults used: "
-                             f"{', '.join(settings['defaulted'])}")
-            out[side] = PositionTable(side, kind, table,
-                                      f"closed form ({settings['variant']} variant; no weights in the checkpoint)",
-                                      pad + 1, pad, 0, notes, settings=settings)
+            out[side] = _learned_table(ckpt, side, kind, key, padding_idx, max_len)
+        elif reads == SINUSOID:
+            out[side] = _rebuilt_sinusoid(ckpt, side, kind, args, family, padding_idx, max_len)
         else:
             out[side] = PositionTable(side, kind, notes=[_tableless_note(kind, side, args)])
     if require_table and all(t.table is None for t in out.values()):
         raise nothing_to_analyse(out)
     return out
+
+
+def _learned_table(ckpt: dict, side: str, kind: str, key: str, padding_idx, max_len) -> PositionTable:
+    """The rows of the state dict's table under ``key`` that are positions: after the padding row,
+    cut to ``max_len``, else to the positions training reached."""
+    weight = ckpt["model"][key].detach().to(torch.float64)
+    notes = []
+    pad = padding_idx
+    if pad is None:
+        pad, found = detect_padding_idx(weight)
+        if not found:
+            notes.append(f"no zero padding row among rows 0..3; assumed padding_idx={pad}")
+    first = pad + 1
+    rows = weight[first:]
+    trained, note = trained_positions(ckpt, key, pad)
+    if note:
+        notes.append(note)
+    if max_len is not None:
+        rows = rows[:max_len]
+    elif trained is not None and trained >= 2:
+        rows = rows[:trained]
+        notes.append(f"analysed positions 0..{trained - 1}, the ones training reached; the rows after "
+                     f"them keep their initialisation (--max-len N analyses the first N)")
+    if rows.size(0) < 2:
+        raise CheckpointError(f"{key} has {weight.size(0)} rows: fewer than 2 positions after row {first}")
+    return PositionTable(side, kind, rows, key, first, pad, weight.size(0), notes, trained_positions=trained)
+
+
+def _rebuilt_sinusoid(ckpt: dict, side: str, kind: str, args: dict, family: str, padding_idx,
+                      max_len) -> PositionTable:
+    """A sinusoidal side's table, rebuilt as the model builds it from the settings it records."""
+    dim = embed_dim(ckpt, side)
+    if dim is None:
+        return PositionTable(side, kind, notes=["sinusoidal, but the embedding dimension is unknown"])
+    pad = 1 if padding_idx is None else padding_idx
+    n = _usable_positions(args, side, family, pad)
+    if max_len is not None:
+        n = min(n, max_len)
+    settings = sinusoid_settings(args, family)
+    table = model_sinusoid_table(pad + 1 + n, int(dim), pad, settings["variant"], settings["scale"],
+                                 settings["base"])[pad + 1 :].to(torch.float64)
+    notes = [f"rebuilt as the model builds it: rows {pad + 1}..{pad + n} of the {settings['variant']} "
+             f"sinusoid, base {settings['base']:g}, times {settings['scale']:.6g}"]
+    trained_under = {name: value for name, value in recorded_options(kind, args).items()
+                     if not name.startswith("sinusoidal_")}
+    if trained_under:  # a sinusoid that training moved at random (SHAPE, CAPE): how far
+        settings["trained_under"] = trained_under
+        ranges = ", ".join(f"{name} {value:g}" for name, value in trained_under.items() if value is not None)
+        notes.append(f"{kind}: the plain sinusoid at inference; in training its positions moved at random "
+                     f"within {ranges or 'ranges the checkpoint does not record'}")
+    if settings["defaulted"]:
+        notes.append("not recorded in the checkpoint, the plugin's defaults used: "
+                     f"{', '.join(settings['defaulted'])}")
+    source = f"closed form ({settings['variant']} variant; no weights in the checkpoint)"
+    return PositionTable(side, kind, table, source, pad + 1, pad, 0, notes, settings=settings)
 
 
 def _rotates(kind: str) -> bool:
@@ -278,45 +276,3 @@ def nothing_to_analyse(tables: dict, why=None) -> CheckpointError:
         message += (f"; {' and '.join(rotating)} rotate{'s' if one else ''} queries and keys and "
                     f"leave{'s' if one else ''} nothing to analyse")
     return CheckpointError(message)
-
-
-def first_layer_attention(ckpt: dict, side: str):
-    """``(w_q, w_k, heads, scaling, note)`` of the side's first self-attention layer, or
-    ``(None, None, None, None, why)``. ``scaling`` is fairseq's query scaling, head_dim^-1/2."""
-    state = ckpt["model"]
-    args = model_args(ckpt)
-    q_key = find_key(state, SELF_ATTENTION_KEY.replace("{proj}", "q_proj"), side)
-    k_key = find_key(state, SELF_ATTENTION_KEY.replace("{proj}", "k_proj"), side)
-    if q_key is None or k_key is None:
-        return None, None, None, None, "no self-attention (layers.0.self_attn) in the state dict"
-    heads = attention_heads(args, side)
-    if not heads:
-        return None, None, None, None, f"{side}_attention_heads not recorded in the checkpoint"
-    w_q = state[q_key].detach().to(torch.float64)
-    w_k = state[k_key].detach().to(torch.float64)
-    if w_q.size(0) % heads:
-        return None, None, None, None, f"{q_key} has {w_q.size(0)} rows, not a multiple of {heads} heads"
-    note = "position rows as they enter layer 0"
-    if args.get(f"{side}_normalize_before") or args.get("layernorm_embedding"):
-        note = "the model normalises x + PE before layer 0's attention; the logits here are of the raw position rows"
-    return w_q, w_k, heads, (w_q.size(0) // heads) ** -0.5, note
-
-
-def token_embedding(ckpt: dict, side: str):
-    """``(weight, embed_scale, note)`` of a side's token embeddings, or ``(None, None, note)``."""
-    state = ckpt["model"]
-    args = model_args(ckpt)
-    key = find_key(state, TOKEN_KEY, side)
-    if key is None:
-        return None, None, f"no {TOKEN_KEY.format(side=side)}"
-    weight = state[key].detach().to(torch.float64)
-    family = checkpoint_family(args, state)
-    if family == "transformer" and not args.get("no_scale_embedding"):
-        return weight, math.sqrt(weight.size(1)), "transformer: tokens scaled by sqrt(D)"
-    if family == "transformer":
-        return weight, 1.0, "transformer with no_scale_embedding"
-    if family == "fconv":
-        return weight, 1.0, "fconv: tokens not scaled"
-    return weight, 1.0, "unknown family: tokens assumed unscaled"
-
-

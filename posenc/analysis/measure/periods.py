@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from posenc.analysis.relative import pair_columns
+from posenc.analysis.measure.relative_linear import pair_columns
 from posenc.encodings.defaults import SINUSOID_BASE
 from posenc.encodings.sinusoidal import sinusoid_frequencies
 
@@ -33,16 +33,4 @@ def dominant_periods(table: torch.Tensor) -> torch.Tensor:
     return table.size(0) / bins.to(torch.float64)
 
 
-def plot_dimensions(dim: int, variant=None) -> list:
-    """A handful of dimensions to draw as lines: for a sinusoid, the sin column of pairs from the
-    fastest to the slowest (plus the cos of the fastest); otherwise evenly spread columns."""
-    if variant is None:
-        picks = sorted({0, 1, 2, dim // 8, dim // 4, dim // 2, dim - 1})
-        return [d for d in picks if 0 <= d < dim]
-    si, ci = pair_columns(dim, variant)
-    half = dim // 2
-    pairs = sorted({0, 1, half // 8, half // 4, half // 2, half - 1})
-    return [int(ci[0])] + [int(si[i]) for i in pairs]
-
-
-__all__ = ["dominant_periods", "plot_dimensions", "sinusoid_wavelengths"]
+__all__ = ["dominant_periods", "sinusoid_wavelengths"]

@@ -9,7 +9,7 @@ it (> 0; the causal decoder has none). A direction *falls* when the bias never r
 
 import torch
 
-from posenc.analysis.bias import DISTANCE
+from posenc.analysis.read.relative_bias import DISTANCE
 
 LOCALITY = {
     "local": "never rises with |distance| in any direction, and falls somewhere",
@@ -66,7 +66,7 @@ def head_summary(distances: torch.Tensor, values: torch.Tensor) -> dict:
 
 
 def bias_summary(bias) -> dict:
-    """JSON-ready report of a :class:`posenc.analysis.bias.RelativeBias`."""
+    """JSON-ready report of a :class:`posenc.analysis.read.relative_bias.RelativeBias`."""
     far = int(bias.distances.abs().max())
     per_head = []
     for h in range(bias.heads):

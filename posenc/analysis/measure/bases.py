@@ -18,10 +18,10 @@ import math
 
 import torch
 
-from posenc.analysis import probes as probes_mod
-from posenc.analysis.properties import DOT_PRODUCT, gram, monotone_range, monotonicity
-from posenc.analysis.relative import relative_linear_errors
-from posenc.analysis.values import sinusoid_wavelengths
+from posenc.analysis.measure import probes as probes_mod
+from posenc.analysis.measure.periods import sinusoid_wavelengths
+from posenc.analysis.measure.properties import DOT_PRODUCT, gram, monotone_range, monotonicity
+from posenc.analysis.measure.relative_linear import relative_linear_errors
 from posenc.encodings.sinusoidal import sinusoid_frequencies, sinusoid_table
 
 DEFAULT_BASES = (10.0, 100.0, 1000.0, 10000.0, 100000.0, 1000000.0)
@@ -86,19 +86,4 @@ def bases_report(dim: int, max_len: int, variant: str = "paper", bases=DEFAULT_B
     return report, extras
 
 
-COLUMNS = (
-    ("base", "base"),
-    ("wavelength_min", "shortest wavelength"),
-    ("wavelength_max", "longest wavelength"),
-    ("pairs_longer_than_table", "pairs with wavelength > N"),
-    ("monotone_up_to", "f(m) falls up to offset"),
-    ("monotonicity", "monotonicity (all offsets)"),
-    ("monotonicity_local16", "monotonicity (offsets <= 16)"),
-    ("absolute_position_mae", "probe: absolute position MAE"),
-    ("relative_order_error", "probe: relative order error"),
-    ("relative_error_float32", "3.1 max error, float32"),
-    ("relative_error_worst_k", "3.1 worst offset k"),
-)
-
-
-__all__ = ["COLUMNS", "DEFAULT_BASES", "bases_report", "measure_base", "offset_proximity"]
+__all__ = ["DEFAULT_BASES", "bases_report", "measure_base", "offset_proximity"]

@@ -75,8 +75,8 @@ def find_cells(sweep_dir: Path):
 def measure_cell(cell: Cell, *, max_len=None, run_probes=True, folds=5, seed=0):
     """``(row, report, extras)`` of one cell; ``report`` and ``extras`` are None when nothing
     could be measured (the row's ``note`` says why)."""
-    from posenc.analysis.analyze import checkpoint_report
-    from posenc.analysis.checkpoint_file import CheckpointError
+    from posenc.analysis.measure.checkpoint import checkpoint_report
+    from posenc.analysis.read.fairseq_checkpoint import CheckpointError
 
     record = cell.record or {}
     row = {"cell": cell.name, "placement": record.get("placement"), "pe": record.get("pe"),
@@ -116,7 +116,7 @@ def init_references(rows, reports, *, run_probes=True, folds=5, seed=0, draws=5)
     learned tables' numbers."""
     import torch
 
-    from posenc.analysis.analyze import analyze_table
+    from posenc.analysis.measure.table import analyze_table
     from posenc.encodings.defaults import FCONV_INIT_STD
 
     shapes = {}
@@ -145,7 +145,7 @@ def init_references(rows, reports, *, run_probes=True, folds=5, seed=0, draws=5)
 
 
 def _short_summary(bias: dict) -> str:
-    from posenc.analysis.bias_summary import short_summary  # torch-free until a cell is measured
+    from posenc.analysis.measure.bias_locality import short_summary  # torch-free until a cell is measured
 
     return short_summary(bias)
 

@@ -1,95 +1,9 @@
-"""Writing ``report.json``, ``report.md`` and the PNG figures into the output directory."""
+"""The text of ``report.md``: the sinusoid's two variants side by side, and a checkpoint's sides
+(its tables, relative biases and relative vectors) with the definitions of what they show."""
 
-import math
 import os
 
-from posenc.analysis import plots
-from posenc.analysis.values import plot_dimensions
-from posenc.atomic import write_json_atomic
-
-
-def json_ready(obj):
-    """JSON-ready: NaN and infinities become null; tensors and numpy scalars become numbers."""
-    if isinstance(obj, dict):
-        return {str(k): json_ready(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_ready(v) for v in obj]
-    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
-        return json_ready(obj.tolist())
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    return obj
-
-
-def write_json(report: dict, out_dir: str) -> str:
-    """``report.json`` in ``out_dir``, written atomically: every posenc-pe command's one writer."""
-    path = os.path.join(out_dir, "report.json")
-    write_json_atomic(path, json_ready(report))
-    return path
-
-
-def _compare_row(label, get, records: dict, names) -> str:
-    """A Markdown row: ``get`` of each named record side by side, "n/a" where one has no such value."""
-    vals = []
-    for name in names:
-        try:
-            vals.append(fmt(get(records[name])))
-        except (KeyError, TypeError):
-            vals.append("n/a")
-    return f"| {label} | " + " | ".join(vals) + " |"
-
-
-def fmt(x, digits=4):
-    if x is None:
-        return "n/a"
-    if isinstance(x, bool):
-        return str(x)
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return "n/a"
-        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e5):
-            return f"{x:.2e}"
-        return f"{x:.{digits}g}"
-    return str(x)
-
-
-# ---------------------------------------------------------------------------------------------
-# sinusoid
-
-
-def sinusoid_figures(report: dict, extras: dict, out_dir: str) -> list:
-    v = report["variant"]
-    ex = extras[v]
-    d, n = report["dim"], report["max_len"]
-    tag = f"d={d}, N={n}"
-    figs = []
-    figs.append(plots.heatmap(ex["table"].numpy(), os.path.join(out_dir, "pe_heatmap.png"),
-                              f"sinusoid ({v} layout), {tag}"))
-    dims = plot_dimensions(d, v)
-    wl = ex["wavelengths"]
-    labels = [f"dim {k} (wavelength {float(wl[k]):.3g})" for k in dims]
-    slow = [k for k in dims if float(wl[k]) >= n / 8] or dims[-1:]
-    figs.append(plots.dimension_lines(ex["table"].numpy(), dims, os.path.join(out_dir, "pe_dimensions.png"),
-                                      f"{v} layout, {tag}", labels, slow_dims=slow))
-    figs.append(plots.wavelengths({name: e["wavelengths"].numpy() for name, e in extras.items()},
-                                  os.path.join(out_dir, "wavelengths.png"), f"wavelength per dimension, d={d}",
-                                  hline=float(n)))
-    figs.append(plots.scale({name: (e["norms"].numpy(), e["dim_min"].numpy(), e["dim_max"].numpy())
-                             for name, e in extras.items()}, os.path.join(out_dir, "scale.png"),
-                            f"||PE(p)|| = sqrt(d/2) = {math.sqrt(d / 2):.4g}",
-                            reference={"token norm (transformer init, x sqrt(d))":
-                                       report["variants"][v]["scale"]["init_tokens"]["transformer"]["token_norm_expected"]}))
-    figs.append(plots.proximity({name: e["gram"] for name, e in extras.items()}, os.path.join(out_dir, "proximity.png"),
-                                f"dot-product proximity, {tag}"))
-    series = {}
-    for name, e in extras.items():
-        series[f"{name}, float64"] = (e["relative_ks"], e["relative_per_k_float64"])
-        series[f"{name}, float32"] = (e["relative_ks"], e["relative_per_k_float32"])
-    figs.append(plots.relative_errors(series, os.path.join(out_dir, "relative_error.png"),
-                                      f"exercise 3.1: PE(p+k) = M(k) PE(p), {tag}"))
-    return [os.path.basename(f) for f in figs]
+from posenc.analysis.write.format import compare_row, figure_list, fmt
 
 
 def sinusoid_markdown(report: dict) -> str:
@@ -102,7 +16,7 @@ def sinusoid_markdown(report: dict) -> str:
              "| | " + " | ".join(f"`{x}`" for x in names) + " |", "|---|" + "---|" * len(names)]
 
     def row(label, get):
-        lines.append(_compare_row(label, get, V, names))
+        lines.append(compare_row(label, get, V, names))
 
     row("3.1 max abs(PE(p+k) - M(k)PE(p)), float64", lambda r: r["relative"]["max_error_float64"])
     row("3.1 same, float32 table", lambda r: r["relative"]["max_error_float32"])
@@ -127,7 +41,7 @@ def sinusoid_markdown(report: dict) -> str:
     row("3.3 PE norm / token norm (fconv init, unscaled)",
         lambda r: r["scale"]["init_tokens"]["fconv"]["pe_to_token_norm_ratio"])
     _property_rows(row)
-    lines += ["", _SINUSOID_DEFINITIONS, "", _DEFINITIONS, "", _figure_list(report.get("figures", []))]
+    lines += ["", _SINUSOID_DEFINITIONS, "", _DEFINITIONS, "", figure_list(report.get("figures", []))]
     return "\n".join(lines) + "\n"
 
 
@@ -175,60 +89,6 @@ Attention logits: phi_h(x, y) = s (PE_x W_Q^h) . (PE_y W_K^h), the position-posi
 of the side's first self-attention layer before the softmax (s = head_dim^-1/2, fairseq's query
 scaling; biases left out, as they add terms of one position only). W_Q^h != W_K^h makes it
 asymmetric in general: here symmetry is a real question (-1 = antisymmetric)."""
-
-
-def _figure_list(figures) -> str:
-    return "\n".join(f"![{os.path.splitext(f)[0]}]({f})" for f in figures)
-
-
-# ---------------------------------------------------------------------------------------------
-# checkpoint
-
-
-def checkpoint_figures(report: dict, extras: dict, out_dir: str) -> list:
-    figs = []
-    for side, ex in extras.items():
-        kind = report["tables"][side]["kind"]
-        t = ex["table"].numpy()
-        figs.append(plots.heatmap(t, os.path.join(out_dir, f"{side}_heatmap.png"), f"{side} positions ({kind})"))
-        figs.append(plots.dimension_lines(t, plot_dimensions(t.shape[1]),
-                                          os.path.join(out_dir, f"{side}_dimensions.png"),
-                                          f"{side} ({kind}): chosen dimensions"))
-        figs.append(plots.cosine_heatmap(t, os.path.join(out_dir, f"{side}_cosine.png"),
-                                         f"{side} ({kind}): cosine similarity of positions"))
-        if ex.get("attention_logits") is not None:
-            figs.append(plots.head_heatmaps(ex["attention_logits"],
-                                            os.path.join(out_dir, f"{side}_attention_logits.png"),
-                                            f"{side} ({kind}): layer-0 attention logits of position pairs, per head"))
-    if extras:
-        n = max(e["table"].shape[0] for e in extras.values())
-        figs.append(plots.wavelengths({s: e["periods"].numpy() for s, e in extras.items()},
-                                      os.path.join(out_dir, "periods.png"), "dominant period of each dimension (DFT)",
-                                      ylabel="period (positions)", hline=float(n)))
-        figs.append(plots.scale({s: (e["norms"].numpy(), e["dim_min"].numpy(), e["dim_max"].numpy())
-                                 for s, e in extras.items()}, os.path.join(out_dir, "scale.png"),
-                                "position vector norms"))
-        figs.append(plots.proximity({s: e["gram"] for s, e in extras.items()}, os.path.join(out_dir, "proximity.png"),
-                                    "dot-product proximity"))
-    biases = {side: t["relative_bias"] for side, t in report["tables"].items() if "relative_bias" in t}
-    if biases:
-        series = {}
-        for side, b in biases.items():
-            heads = [f"head {h['head']}" + (f", slope {h['slope']:.3g}" if "slope" in h else "") for h in b["per_head"]]
-            series[f"{side}: {b['kind']}{' (fixed)' if not b['learned'] else ''}, "
-                    f"{'causal' if b['causal'] else 'bidirectional'}"] = (b["distances"], b["bias"], heads)
-        figs.append(plots.bias_profiles(series, os.path.join(out_dir, "relative_bias.png"),
-                                        "relative attention bias per head against the distance key - query"))
-    vectors = {side: t["relative_vectors"] for side, t in report["tables"].items() if "relative_vectors" in t}
-    for measure, ylabel in (("norm", "norm of the vector"), ("cosine_with_distance_0", "cosine with distance 0")):
-        if vectors:
-            series = {f"{side}: {v['kind']} {table} ({'a^K' if table == 'keys' else 'a^V'})":
-                      (v["distances"], v[table][measure], [f"layer {i}" for i in range(len(v[table][measure]))])
-                      for side, v in vectors.items() for table in ("keys", "values")}
-            figs.append(plots.bias_profiles(series, os.path.join(out_dir, f"relative_vectors_{measure}.png"),
-                                            "relative key and value vectors per layer against the distance key - "
-                                            "query (clipped)", ylabel=ylabel))
-    return [os.path.basename(f) for f in figs]
 
 
 def _vectors_markdown(side: str, v: dict) -> list:
@@ -317,7 +177,7 @@ def checkpoint_markdown(report: dict) -> str:
         notes = [f"- {s}: {n}" for s, r in T.items() for n in r.get("notes", [])]
         if notes:
             lines += ["Notes:"] + notes
-    lines += ["", _figure_list(report.get("figures", []))]
+    lines += ["", figure_list(report.get("figures", []))]
     return "\n".join(lines) + "\n"
 
 
@@ -326,7 +186,7 @@ def _table_markdown(report: dict, names: list) -> list:
     lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
 
     def row(label, get):
-        lines.append(_compare_row(label, get, T, names))
+        lines.append(compare_row(label, get, T, names))
 
     row("kind", lambda r: r["kind"])
     row("source", lambda r: r["source"])
@@ -357,12 +217,4 @@ def _table_markdown(report: dict, names: list) -> list:
     return lines
 
 
-def write_markdown(text: str, out_dir: str) -> str:
-    path = os.path.join(out_dir, "report.md")
-    with open(path, "w") as fh:
-        fh.write(text)
-    return path
-
-
-__all__ = ["checkpoint_figures", "checkpoint_markdown", "sinusoid_figures", "sinusoid_markdown", "write_json",
-           "write_markdown"]
+__all__ = ["checkpoint_markdown", "sinusoid_markdown"]
