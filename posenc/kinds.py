@@ -55,7 +55,7 @@ ACTS = (EMBEDDINGS, QUERIES_KEYS, LOGITS, KEYS_VALUES)
 # fconv has no self-attention to rotate, bias or extend: only kinds that act on the embeddings.
 FAMILY_ACTS = {"fconv": (EMBEDDINGS,), "transformer": ACTS}
 
-# What posenc-pe reads of a kind in a checkpoint (posenc.analysis.checkpoint):
+# What posenc-pe reads of a kind in a checkpoint (posenc.analysis.read.position_tables):
 TABLE = "table"          # the rows of ``{side}.embed_positions.weight``
 SINUSOID = "sinusoid"    # the sinusoid rebuilt from the settings the checkpoint records
 BIAS = "bias"            # a relative attention bias per head and distance, rebuilt by the kind's ``rebuild``
@@ -91,7 +91,7 @@ class InCheckpoint:
     filled in) that show the kind on a side whose arguments do not record it (a stock fairseq
     checkpoint, or one written before the plugin recorded kinds); ``reads``: one of ``READS``;
     ``rebuild``: for ``BIAS`` and ``VECTORS``, ``rebuild(ckpt, side, max_len) -> (result, why)``
-    (a callable or ``"module:function"``; ``posenc.analysis.bias`` and ``posenc.analysis.vectors``
+    (a callable or ``"module:function"``; ``posenc.analysis.read.relative_bias`` and ``.relative_vectors``
     say what ``result`` is), ``result`` None with ``why`` when it cannot."""
     markers: tuple = ()
     reads: str = None
@@ -395,14 +395,14 @@ register_kind("sinusoidal", families=FAMILIES, acts=EMBEDDINGS, build="posenc.en
 register_kind("rope", families=("transformer",), acts=QUERIES_KEYS, build="posenc.encodings.rotary:build_side",
               options=RopeOptions)
 register_kind("alibi", families=("transformer",), acts=LOGITS, build="posenc.encodings.attention_bias:build_alibi",
-              checkpoint=InCheckpoint(reads=BIAS, rebuild="posenc.analysis.bias:rebuild_alibi"))
+              checkpoint=InCheckpoint(reads=BIAS, rebuild="posenc.analysis.read.relative_bias:rebuild_alibi"))
 register_kind("t5", families=("transformer",), acts=LOGITS, build="posenc.encodings.attention_bias:build_t5",
               checkpoint=InCheckpoint(markers=(RELATIVE_BIAS_KEY,), reads=BIAS,
-                                      rebuild="posenc.analysis.bias:rebuild_t5"))
+                                      rebuild="posenc.analysis.read.relative_bias:rebuild_t5"))
 register_kind("none", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.none:build_side")
 register_kind("shaw", families=("transformer",), acts=KEYS_VALUES, build="posenc.encodings.shaw:build_side",
               checkpoint=InCheckpoint(markers=(RELATIVE_KEYS_KEY.replace("{layer}", "0"),), reads=VECTORS,
-                                      rebuild="posenc.analysis.vectors:rebuild_shaw"),
+                                      rebuild="posenc.analysis.read.relative_vectors:rebuild_shaw"),
               options=ShawOptions)
 register_kind("shape", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.shifted:build_shape",
               checkpoint=InCheckpoint(reads=SINUSOID), options=ShapeOptions)

@@ -43,9 +43,9 @@ def room_files():
 
 
 def test_every_analysis_module_is_in_a_room_or_named_here():
-    """A new module goes into a room; only the command line and the registry's old addresses stay on top."""
+    """A new module goes into a room; only the command line stays on top."""
     top = sorted(p.name for p in ANALYSIS.glob("*.py"))
-    assert top == ["__init__.py", "bias.py", "cli.py", "vectors.py"], top
+    assert top == ["__init__.py", "cli.py"], top
     assert all((ANALYSIS / room / "__init__.py").is_file() for room in ROOMS)
 
 
@@ -59,15 +59,6 @@ def test_a_room_imports_only_the_rooms_below_it(room, path):
         if target is None or target not in ALLOWED[room]:
             wrong.append(module)
     assert not wrong, f"{path.relative_to(ANALYSIS)} ({room}/) imports {wrong}: allowed are {sorted(ALLOWED[room])}"
-
-
-def test_the_top_level_shims_point_into_the_reading_room():
-    """``bias.py`` and ``vectors.py`` are the addresses ``posenc/kinds.py`` names: they only re-export."""
-    for name in ("bias.py", "vectors.py"):
-        imports = analysis_imports(ANALYSIS / name)
-        assert imports and all(room_of(m) == "read" for m in imports), (name, imports)
-        tree = ast.parse((ANALYSIS / name).read_text())
-        assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))], name
 
 
 def test_the_checker_sees_an_upward_import(tmp_path):
