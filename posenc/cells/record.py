@@ -272,7 +272,9 @@ def config_family(model_name: str) -> str:
     path = CONF_DIR / "model" / f"{model_name}.yaml"
     if not path.is_file():
         return "unknown"
-    cfg = OmegaConf.load(path)  # `model:` under Hydra's _global_ package (a bare `family:` before it picked its optim)
+    # ``model.family`` (model configs are in Hydra's _global_ package); else a top-level ``family:``,
+    # the layout a model config has without an optim group, which a user's own config may keep.
+    cfg = OmegaConf.load(path)
     return str(OmegaConf.select(cfg, "model.family", default=None) or cfg.get("family", "unknown"))
 
 
