@@ -92,6 +92,22 @@ def test_every_reader_sees_a_nested_cell_and_an_unreadable_one(tmp_path):
     assert notes == [read.plan_note] and "multirun.yaml" in notes[0]
 
 
+def test_every_reader_reads_a_foreign_record_as_it_says_without_filling_it_in(tmp_path):
+    """A result.json without a status or an error (foreign, or torn by hand) has neither for any
+    reader: not a running cell with the harness's reason, and no columns results.csv invents."""
+    from posenc.report.table import results_csv
+
+    sweep = tmp_path / "sweep"
+    write_record(sweep / "a")
+    (sweep / "b").mkdir()
+    (sweep / "b" / layout.RESULT_FILE).write_text(json.dumps({"bleu": 2.0, "note": "x"}), encoding="utf-8")
+    read = read_sweep(sweep)
+    assert [c.status for c in read.cells] == ["ok", "unknown"]
+    assert summarize(read) == ("2 cells: 1 ok, 1 failed: cell=b (no reason recorded)", 1)
+    header, first, second = results_csv(read).splitlines()
+    assert header.endswith(",job_dir,cell_wall_s,note") and second.split(",")[8:10] == ["", ""]
+
+
 def test_planned_cells_that_never_reported_are_missing_for_every_reader(tmp_path):
     sweep = tmp_path / "sweep"
     write_plan(sweep, {"placement": "both,none", "seed": "1"}, ["experiment=table4"])
