@@ -55,8 +55,8 @@ def main() -> None:
         write_state(out, planner.state())
         times.append(time.perf_counter() - started)
         rows = len(planner.rows)
-    cells = [c.record["cell_wall_s"] for c in read_sweep(args.sweep_dir).cells
-             if is_ok(c.record) and c.record.get("cell_wall_s")]
+    cells = [c.record.cell_wall_s for c in read_sweep(args.sweep_dir).cells
+             if is_ok(c.record) and c.record.cell_wall_s]
     between = statistics.median(times[1:])
     print(f"{args.sweep_dir}: {len(cells)} cells, {rows} rows; between two batches: median {between:.2f} s "
           f"over {args.rounds} rounds with the thresholds cached (first, computing them: {times[0]:.2f} s; "

@@ -12,7 +12,7 @@ from sacrebleu.metrics import BLEU
 
 from posenc import metrics
 from posenc.cells import keys, layout
-from posenc.cells.record import FAILED, RUNNING, bleu_options, config_family, family, field, new_record, read_result_why
+from posenc.cells.record import FAILED, RUNNING, Record, bleu_options, config_family, family, field, new_record
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.harness.app import sweep_eta
 from posenc.harness.sweep.summary import summarize
@@ -41,18 +41,18 @@ def test_recorded_bleu_options_are_what_old_records_parse_from_their_signature(l
     hyps, refs = ["The cat sat on the mat ."], ["The cat sat on a mat ."]
     metric = metrics.bleu(lowercase)
     (score, signature), options = metric.corpus_score(hyps, refs), metric.options
-    new = {"bleu_signature": signature, "bleu_options": options}
-    old = {"bleu_signature": signature}
+    new = Record(bleu_signature=signature, bleu_options=options)
+    old = Record.from_dict({"bleu_signature": signature})
     assert bleu_options(new) == bleu_options(old) == bleu_signature_options(signature)
     assert BLEU(**bleu_options(old)).corpus_score(hyps, [refs]).score == score
-    long = {"bleu_signature_test_long": signature.replace("13a", "intl")}
+    long = Record(bleu_signature_test_long=signature.replace("13a", "intl"))
     assert bleu_options(long, "test_long")["tokenize"] == "intl"
 
 
 def test_the_family_is_the_records_and_old_records_read_their_model_config():
-    assert family({"model": "renamed_since", "family": "transformer"}) == "transformer"
-    assert family({"model": "transformer_small"}) == config_family("transformer_small") == "transformer"
-    assert family({"model": "no_such_model"}) == "unknown"
+    assert family(Record(model="renamed_since", family="transformer")) == "transformer"
+    assert family(Record(model="transformer_small")) == config_family("transformer_small") == "transformer"
+    assert family(Record(model="no_such_model")) == "unknown"
 
 
 def test_hydra_names_cells_with_the_one_list_and_table4s_names_keep_their_keys():
@@ -92,6 +92,22 @@ def test_every_reader_sees_a_nested_cell_and_an_unreadable_one(tmp_path):
     assert notes == [read.plan_note] and "multirun.yaml" in notes[0]
 
 
+def test_every_reader_reads_a_foreign_record_as_it_says_without_filling_it_in(tmp_path):
+    """A result.json without a status or an error (foreign, or torn by hand) has neither for any
+    reader: not a running cell with the harness's reason, and no columns results.csv invents."""
+    from posenc.report.table import results_csv
+
+    sweep = tmp_path / "sweep"
+    write_record(sweep / "a")
+    (sweep / "b").mkdir()
+    (sweep / "b" / layout.RESULT_FILE).write_text(json.dumps({"bleu": 2.0, "note": "x"}), encoding="utf-8")
+    read = read_sweep(sweep)
+    assert [c.status for c in read.cells] == ["ok", "unknown"]
+    assert summarize(read) == ("2 cells: 1 ok, 1 failed: cell=b (no reason recorded)", 1)
+    header, first, second = results_csv(read).splitlines()
+    assert header.endswith(",job_dir,cell_wall_s,note") and second.split(",")[8:10] == ["", ""]
+
+
 def test_planned_cells_that_never_reported_are_missing_for_every_reader(tmp_path):
     sweep = tmp_path / "sweep"
     write_plan(sweep, {"placement": "both,none", "seed": "1"}, ["experiment=table4"])
@@ -123,5 +139,5 @@ def test_no_sweep_is_one_line(tmp_path):
 
 def test_a_torn_record_says_why(tmp_path):
     (tmp_path / layout.RESULT_FILE).write_text("[1]", encoding="utf-8")
-    assert read_result_why(tmp_path) == (None, "not a JSON object")
-    assert read_result_why(tmp_path / "absent") == (None, "")
+    assert Record.read_why(tmp_path) == (None, "not a JSON object")
+    assert Record.read_why(tmp_path / "absent") == (None, "")

@@ -9,7 +9,7 @@ import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
 from posenc import metrics
-from posenc.cells.record import bleu_options, chrf_options
+from posenc.cells.record import Record, bleu_options, chrf_options
 from posenc.metrics import chrf_signature_options
 from posenc.report.outputs import STATS_CACHE, score_output
 
@@ -44,21 +44,22 @@ def test_the_metrics_are_a_leaf():
 def test_a_records_chrf_options_reproduce_its_chrf_signature(tmp_path, lowercase):
     hyps, refs = ["The cat sat on the mat .", "A dog ran ."], ["The cat sat on a mat .", "The dog ran ."]
     (tmp_path / "hypotheses.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
-    record = score_output(tmp_path, "hypotheses.txt", hyps, refs, "key", "test", lowercase, hyps, refs)
-    assert chrf_options(record) == record["chrf_options"] == chrf_signature_options(record["chrf_signature"])
+    scores = score_output(tmp_path, "hypotheses.txt", hyps, refs, "key", "test", lowercase, hyps, refs)
+    record = Record.from_dict(scores)
+    assert chrf_options(record) == scores["chrf_options"] == chrf_signature_options(scores["chrf_signature"])
     chrf = CHRF(**chrf_options(record))
-    assert round(chrf.corpus_score(hyps, [refs]).score, 2) == record["chrf"]
-    assert str(chrf.get_signature()) == record["chrf_signature"]
+    assert round(chrf.corpus_score(hyps, [refs]).score, 2) == scores["chrf"]
+    assert str(chrf.get_signature()) == scores["chrf_signature"]
     bleu = BLEU(**bleu_options(record))
-    assert round(bleu.corpus_score(hyps, [refs]).score, 2) == record["bleu"]
-    assert str(bleu.get_signature()) == record["bleu_signature"]
+    assert round(bleu.corpus_score(hyps, [refs]).score, 2) == scores["bleu"]
+    assert str(bleu.get_signature()) == scores["bleu_signature"]
     # An old record, without chrf_options, reads the same options back from its signature
-    old = {k: v for k, v in record.items() if k != "chrf_options"}
-    assert chrf_options(old) == record["chrf_options"]
+    old = Record.from_dict({k: v for k, v in scores.items() if k != "chrf_options"})
+    assert chrf_options(old) == scores["chrf_options"]
     assert len(list((tmp_path / STATS_CACHE).iterdir())) == 2   # BLEU's and chrF's statistics
 
 
 def test_records_from_before_chrf_read_chrf_plus_plus_with_bleus_casing():
     signature = "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2.6.0"
-    assert chrf_options({"bleu_signature": signature}) == metrics.chrf_options(lowercase=True)
-    assert chrf_options({}) == metrics.chrf_options()
+    assert chrf_options(Record.from_dict({"bleu_signature": signature})) == metrics.chrf_options(lowercase=True)
+    assert chrf_options(Record.from_dict({})) == metrics.chrf_options()

@@ -10,7 +10,19 @@ import pytest
 
 from posenc.cells import record as record_module
 from posenc.cells.layout import RESULT_FILE
-from posenc.cells.record import OK, SPLIT_FIELDS, STATUSES, Record, field, is_interrupted, is_ok, read_result
+from posenc.cells.record import (
+    FAILED,
+    OK,
+    RUNNING,
+    SPLIT_FIELDS,
+    STATUSES,
+    Record,
+    error_of,
+    field,
+    is_interrupted,
+    is_ok,
+    status_of,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 RECORD_MODULE = REPO / "posenc" / "cells" / "record.py"
@@ -91,7 +103,7 @@ def test_an_old_record_reads_and_writes_back_whole(tmp_path):
     assert record.ok and record.bleu == 83.84 and record.family is None and record.chrf is None
     assert record.extra == {"from_the_future": {"x": 1}}
     record.write(tmp_path)
-    written = read_result(tmp_path)
+    written = json.loads((tmp_path / RESULT_FILE).read_text())
     assert {k: written[k] for k in OLD} == OLD  # nothing dropped, nothing changed
     assert set(written) - set(OLD) == {"family", "chrf"}  # the defaults of fields it lacked
 
@@ -108,7 +120,7 @@ def test_statuses_change_only_through_finish_and_always_say_why():
     with pytest.raises(AttributeError, match="'blue'"):
         record.update({"blue": 1.0})
     record.interrupt("interrupted by SIGTERM during fairseq-train")
-    assert is_interrupted(record) and is_interrupted(record.to_dict())
+    assert is_interrupted(record) and is_interrupted(Record.from_dict(record.to_dict()))
     record.succeed()
     assert record.to_dict()["status"] == OK and record.error == ""
 
@@ -119,3 +131,16 @@ def test_a_split_score_lands_in_its_own_fields():
     record.scores("test", {"bleu": 20.0})
     assert (record.bleu, record.bleu_test_long, record.test_sentences_test_long) == (20.0, 3.2, 500)
     assert "chrf_test_long" not in record.to_dict() and record.to_dict()["bleu_test_long"] == 3.2
+
+
+def test_readers_tell_a_field_an_old_or_foreign_file_lacks_from_one_it_has_empty(tmp_path):
+    """A record read back has its writers' defaults, but its readers see what the file said: no
+    status is no status (not running), and results.csv lists the fields the file has."""
+    (tmp_path / RESULT_FILE).write_text(json.dumps({"pe": "learned", "seed": 1, "stopped_by": None, "x": 2}))
+    record = Record.read(tmp_path)
+    assert record.status == RUNNING and record.absent >= {"status", "error", "family"}  # writers' view
+    assert (status_of(record), error_of(record), is_ok(record)) == (None, None, False)
+    assert record.as_read() == {"pe": "learned", "seed": 1, "stopped_by": None, "x": 2}
+    record.fail("boom")  # set since it was read: absent no more
+    assert (status_of(record), error_of(record)) == (FAILED, "boom")
+    assert (status_of(None), is_ok(None)) == (None, False)

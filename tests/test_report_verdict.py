@@ -15,7 +15,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from scipy import stats as scipy_stats
 
 from posenc import metrics
-from posenc.cells.record import bleu_options
+from posenc.cells.record import Record, bleu_options
 from posenc.metrics import TESTED_SACREBLEU, Scorer, chrf_signature_options, sacrebleu_version_problem
 from posenc.metrics_vector import bleu, chrf
 from posenc.report import cli
@@ -263,7 +263,7 @@ def test_statistics_cached_when_a_cell_is_scored_are_the_tables(data):
     record = json.loads((cell / "result.json").read_text())
     hyps = (cell / "hypotheses.txt").read_text().splitlines()
     scores = score_output(cell, "hypotheses.txt", hyps, refs, corpus["cache_key"], "test", False, hyps, refs)
-    assert scores["bleu_options"] == bleu_options(record) and scores["bleu"] == record["bleu"]
+    assert scores["bleu_options"] == bleu_options(Record.from_dict(record)) and scores["bleu"] == record["bleu"]
     cached = sorted(p.name for p in (cell / ".report-cache").iterdir())
     assert len(cached) == 2
     row = table_rows(sweep)[0]

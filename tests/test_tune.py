@@ -165,8 +165,8 @@ def test_a_tuned_sweep_reads_its_trials_apart_and_its_tuned_values_are_no_rows(t
 
 
 def test_device_hours_count_each_gpu():
-    assert device_hours([{"cell_wall_s": 3600, "device": "cuda: NVIDIA H200 x2, NVIDIA A100 x1"}]) == "3.00 GPU h"
-    assert device_hours([{"cell_wall_s": 1800, "device": "cpu"}, {"cell_wall_s": 3600, "device": "cuda: A x1"}]) \
+    assert device_hours([Record(cell_wall_s=3600, device="cuda: NVIDIA H200 x2, NVIDIA A100 x1")]) == "3.00 GPU h"
+    assert device_hours([Record(cell_wall_s=1800, device="cpu"), Record(cell_wall_s=3600, device="cuda: A x1")]) \
         == "1.00 GPU h + 0.50 CPU h"
     assert device_hours([]) == "0.00 CPU h"
     assert TrialState.COMPLETE.name == "COMPLETE"  # the state names the tune state keeps are Optuna's

@@ -143,7 +143,7 @@ def test_rows_tune_prune_and_size_their_best_values_seeds_by_the_seeds_strategy_
         f"budget.max_epoch=2,budget.max_update=0,budget=smoke,optim.args.lr=0.003,placement={p},seed={s}"
         for p in ("both", "none") for s in (1, 2, 3)]
     assert {c.status for c in read.every_cell()} == {"ok"} and len(read.trials) == 4
-    assert all(c.record["bleu"] is not None for c in read.cells)
+    assert all(c.record.bleu is not None for c in read.cells)
     table = (sweep / "table.md").read_text()
     assert "Tuned rows (hydra/sweeper=posenc_tune)" in table and "| placement=none | optim.args.lr=0.003 | 0 (" in table
     assert "sized by the seeds strategy (|Δ| = 0.01 BLEU against placement=both, 2 pilot seeds" in table

@@ -17,7 +17,7 @@ import os
 import sys
 
 from posenc.analysis.measure.bases import DEFAULT_BASES as BASES
-from posenc.cells.record import is_ok
+from posenc.cells.record import OK
 from posenc.encodings.defaults import SINUSOID_BASE
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS
 from posenc.kinds_file import ENV as KINDS_ENV
@@ -221,7 +221,7 @@ def _run_sweep(args) -> int:
     report = {"tool": "posenc-pe", "mode": "sweep", "sweep": os.path.abspath(args.sweep_dir), "notes": notes,
               "rows": rows, "init_reference": refs, "cells": reports}
     write_sweep(report, rows, extras, columns(), args.out)
-    short = [r for r in rows if not is_ok(r) or not r["measured"]]
+    short = [r for r in rows if r["status"] != OK or not r["measured"]]
     print(f"posenc-pe: sweep {args.sweep_dir}: {len(rows)} cells, {len(rows) - len(short)} ok and measured"
           + (f", {len(short)} not ({', '.join(r['cell'] + ': ' + r['status'] for r in short)})" if short else "")
           + f"; wrote {args.out}/sweep.md")

@@ -3,9 +3,10 @@ and how to read one back, old records included.
 
 Every writer builds or changes a ``Record`` and writes it with ``Record.write``: the harness, its
 signals, a SLURM job, the SLURM launcher and the refusals. Statuses are set and compared here
-alone (``Record.finish`` and the ``is_*`` readers): no other module spells them. The report, the
-analysis and the harness's own summary read records as plain dicts (``read_result``, or
-``posenc.cells.sweep``) with the accessors here. docs/harness.md lists the fields.
+alone (``Record.finish`` and the ``is_*`` readers): no other module spells them. Every reader (the
+report, the analysis, the harness's own summary, through ``posenc.cells.sweep``) gets ``Record``
+values from ``Record.read``, and the accessors here take a ``Record`` (or None for no record).
+docs/harness.md lists the fields.
 """
 
 import dataclasses
@@ -107,25 +108,44 @@ class Record:
     cell_wall_s: float = None
     # a field this version does not know (a record from a newer posenc): kept, written back as read
     extra: dict = dataclasses.field(default_factory=dict)
+    # The fields the result.json it was read from lacked (an older or foreign record). Their values
+    # are the defaults above, for its writers; its readers tell such a field from one recorded
+    # empty: a record without a status has none ("unknown", not running), and results.csv lists
+    # the columns the records have. ``finish`` and ``update`` set a field: it is absent no more.
+    absent: frozenset = dataclasses.field(default=frozenset(), repr=False, compare=False)
 
     @classmethod
     def names(cls) -> tuple:
         """The record's fields, in the order ``result.json`` has them."""
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("extra", "absent"))
 
     @classmethod
     def from_dict(cls, data: dict) -> "Record":
         """A record as read from a ``result.json`` of any version: missing fields keep their
-        defaults, unknown ones go to ``extra``."""
-        known = set(cls.names())
+        defaults (and are ``absent``), unknown ones go to ``extra``."""
+        known = cls.names()
         return cls(**{k: v for k, v in data.items() if k in known},
-                   extra={k: v for k, v in data.items() if k not in known})
+                   extra={k: v for k, v in data.items() if k not in known},
+                   absent=frozenset(k for k in known if k not in data))
 
     @classmethod
     def read(cls, job_dir: Path):
         """The cell's record, or None when there is none or it cannot be parsed."""
-        data = read_result(job_dir)
-        return cls.from_dict(data) if data is not None else None
+        record, _ = cls.read_why(job_dir)
+        return record
+
+    @classmethod
+    def read_why(cls, job_dir: Path):
+        """``(record, "")``, ``(None, "")`` when there is no ``result.json``, or ``(None, why)`` when
+        it cannot be read as a record (torn, foreign: the cell counts as not finished)."""
+        path = Path(job_dir) / RESULT_FILE
+        if not path.exists():
+            return None, ""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
+            return None, type(err).__name__
+        return (cls.from_dict(data), "") if isinstance(data, dict) else (None, "not a JSON object")
 
     def to_dict(self) -> dict:
         """What ``result.json`` holds: every field with a value (the long split's only where it
@@ -138,6 +158,11 @@ class Record:
             out[name] = value
         return {**out, **self.extra}
 
+    def as_read(self) -> dict:
+        """The fields its ``result.json`` had, as it had them (every field, for a record built
+        here), then ``extra``: one line of ``results.csv``."""
+        return {**{name: getattr(self, name) for name in self.names() if name not in self.absent}, **self.extra}
+
     def write(self, job_dir: Path) -> None:
         """Write ``result.json`` atomically: a reader sees the old record or this one, never a torn one."""
         write_json_atomic(Path(job_dir) / RESULT_FILE, self.to_dict())
@@ -149,6 +174,7 @@ class Record:
             if name not in self.names() or name in ("status", "error"):
                 raise AttributeError(f"{name!r} is not a record field that can be set (the status: Record.finish)")
             setattr(self, name, value)
+        self.absent = self.absent - set(values)
 
     def scores(self, split: str, values: dict) -> None:
         """Set a split's fields from ``{"bleu": ..., "chrf": ...}`` (named as on the test split)."""
@@ -161,6 +187,7 @@ class Record:
         if status != OK and not error:
             raise ValueError(f"a {status} record needs an error that says why")
         self.status, self.error = status, (error if status != OK else "")
+        self.absent = self.absent - {"status", "error"}
 
     def succeed(self) -> None:
         self.finish(OK)
@@ -197,62 +224,46 @@ def new_record(identity: dict, job_dir: Path, family: str, error: str = "") -> R
     return record
 
 
-def is_ok(record) -> bool:
-    """Whether a record (a dict as read, or a Record) finished ok."""
-    return _status(record) == OK
+def is_ok(record: Record) -> bool:
+    """Whether a record (None: no record) finished ok."""
+    return status_of(record) == OK
 
 
-def is_failed(record) -> bool:
-    return _status(record) == FAILED
+def is_failed(record: Record) -> bool:
+    return status_of(record) == FAILED
 
 
-def is_interrupted(record) -> bool:
-    return _status(record) == INTERRUPTED
+def is_interrupted(record: Record) -> bool:
+    return status_of(record) == INTERRUPTED
 
 
-def is_pruned(record) -> bool:
-    return _status(record) == PRUNED
+def is_pruned(record: Record) -> bool:
+    return status_of(record) == PRUNED
 
 
-def is_trial(record) -> bool:
+def is_trial(record: Record) -> bool:
     """A tuning trial's record (``trial`` set): it has a validation loss and no test scores."""
-    value = record.trial if isinstance(record, Record) else (record or {}).get("trial")
-    return value is not None
+    return record is not None and record.trial is not None
 
 
-def _status(record):
-    if record is None:
-        return None
-    return record.status if isinstance(record, Record) else record.get("status")
+def status_of(record: Record):
+    """The record's status; None for no record, or one whose file has none (a foreign result.json)."""
+    return None if record is None or "status" in record.absent else record.status
 
 
-def time_capped(record: dict) -> bool:
-    return record.get("stopped_by") == TIME_CAP
+def error_of(record: Record):
+    """Why the record is not ok; None where its file says nothing (no ``error``)."""
+    return None if "error" in record.absent else record.error
 
 
-def read_result(job_dir: Path):
-    """The cell's record, or None when there is none or it cannot be parsed (torn, foreign)."""
-    record, _ = read_result_why(job_dir)
-    return record
+def time_capped(record: Record) -> bool:
+    return record.stopped_by == TIME_CAP
 
 
-def read_result_why(job_dir: Path):
-    """``(record, "")``, ``(None, "")`` when there is no ``result.json``, or ``(None, why)`` when
-    it cannot be read as a record."""
-    path = Path(job_dir) / RESULT_FILE
-    if not path.exists():
-        return None, ""
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
-        return None, type(err).__name__  # a torn or foreign file: the cell counts as not finished
-    return (record, "") if isinstance(record, dict) else (None, "not a JSON object")
-
-
-def family(record: dict) -> str:
+def family(record: Record) -> str:
     """The record's model family; records written before it was recorded: the family of their
     model's config, ``conf/model/<model>.yaml`` ("unknown" without one)."""
-    return str(record.get("family") or config_family(str(record.get("model"))))
+    return str(record.family or config_family(str(record.model)))
 
 
 @cache
@@ -261,27 +272,29 @@ def config_family(model_name: str) -> str:
     path = CONF_DIR / "model" / f"{model_name}.yaml"
     if not path.is_file():
         return "unknown"
-    cfg = OmegaConf.load(path)  # `model:` under Hydra's _global_ package (a bare `family:` before it picked its optim)
+    # ``model.family`` (model configs are in Hydra's _global_ package); else a top-level ``family:``,
+    # the layout a model config has without an optim group, which a user's own config may keep.
+    cfg = OmegaConf.load(path)
     return str(OmegaConf.select(cfg, "model.family", default=None) or cfg.get("family", "unknown"))
 
 
-def bleu_options(record: dict, split: str = "test") -> dict:
+def bleu_options(record: Record, split: str = "test") -> dict:
     """The ``sacrebleu.metrics.BLEU(...)`` arguments the split was scored with: as recorded, or
     for records written before they were, parsed from the split's signature."""
-    recorded = record.get(field("bleu_options", split))
+    recorded = getattr(record, field("bleu_options", split))
     if isinstance(recorded, dict):
         return dict(recorded)
-    return bleu_signature_options(str(record.get(field("bleu_signature", split)) or ""))
+    return bleu_signature_options(str(getattr(record, field("bleu_signature", split)) or ""))
 
 
-def chrf_options(record: dict, split: str = "test") -> dict:
+def chrf_options(record: Record, split: str = "test") -> dict:
     """The ``sacrebleu.metrics.CHRF(...)`` arguments the split was scored with: as recorded, or
     for records written before they were, parsed from the split's chrF signature; records from
     before chrF++ was recorded have none: chrF++ with BLEU's casing."""
-    recorded = record.get(field("chrf_options", split))
+    recorded = getattr(record, field("chrf_options", split))
     if isinstance(recorded, dict):
         return dict(recorded)
-    signature = str(record.get(field("chrf_signature", split)) or "")
+    signature = str(getattr(record, field("chrf_signature", split)) or "")
     options = chrf_signature_options(signature)
     if not signature and bleu_options(record, split).get("lowercase"):
         options["lowercase"] = True

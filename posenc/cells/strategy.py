@@ -47,7 +47,7 @@ class SeedsRow:
     ci: list = None               # the repeated 95% CI of Δ at the stopping look
     level: float = None           # the α its family gave it at the stopping look
     unreachable: str = ""         # why the design cannot reach 80% power at the planned effect ("" if it can)
-    planned: object = None        # the old rule only: the seeds its last plan booked
+    planned: object = None        # the seeds its last plan booked: only a sweep of the old rule has one
 
     @classmethod
     def of(cls, data: dict) -> "SeedsRow":

@@ -15,7 +15,7 @@ import yaml
 from posenc.cells import keys
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE, override_values, planned_cells
-from posenc.cells.record import is_trial, read_result_why
+from posenc.cells.record import Record, is_trial
 from posenc.cells.strategy import read_state
 
 # Keys a record carries itself; any other key a sweep varies (``+model.args.dropout=0.1,0.2``,
@@ -36,14 +36,14 @@ class SweepError(ValueError):
 class Cell:
     name: str        # its directory, relative to the sweep directory
     dir: Path
-    record: dict     # None for a cell that is missing or unreadable
+    record: Record   # None for a cell that is missing or unreadable
     overrides: dict = field(default_factory=dict)  # key -> value (str) of its overrides, '+' prefixes dropped
     values: dict = field(default_factory=dict)     # the plan's values of its overrides ({} when unplanned)
     status: str = ""  # the record's status, or MISSING (planned, no record) or UNREADABLE
 
     def __post_init__(self):
         if self.record is not None:
-            self.status = str(self.record.get("status", "unknown"))
+            self.status = "unknown" if "status" in self.record.absent else str(self.record.status)
 
 
 @dataclass
@@ -98,7 +98,7 @@ def read_sweep(sweep_dir) -> Sweep:
     sweep.plan_values = {c.dirname: c.values for c in plan or []}
     for path in sorted(sweep_dir.rglob(RESULT_FILE)):
         name = str(path.parent.relative_to(sweep_dir))
-        record, why = read_result_why(path.parent)
+        record, why = Record.read_why(path.parent)
         if record is None:
             sweep.unreadable.append((name, why))
             continue

@@ -44,7 +44,7 @@ def sweep_so_far(sweep_dir: Path):
 
 def sweep_eta(sweep, cells_left: int):
     """Minutes the rest of the sweep should take, from the cells already finished in it."""
-    durations = [r["cell_wall_s"] for r in sweep.records if is_ok(r) and r.get("cell_wall_s")] if sweep else []
+    durations = [r.cell_wall_s for r in sweep.records if is_ok(r) and r.cell_wall_s] if sweep else []
     return statistics.fmean(durations) * cells_left / 60 if durations else None
 
 

@@ -15,7 +15,7 @@ from posenc.report.table import build_reports
 from posenc.stats.power import DEFAULT_EFFECT
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="posenc-table", description=__doc__)
     parser.add_argument("sweep_dirs", nargs="+", metavar="SWEEP_DIR",
                         help="a sweep directory (its */result.json files and multirun.yaml); several: side by side")
@@ -47,21 +47,30 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", action="store_true",
                         help="a tune strategy's sweep (hydra/sweeper=posenc_tune): list every trial "
                              "(its values, outcome, validation loss, cost) instead of the table")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _settings(args) -> Settings:
+    """The report's settings from the command line; ReportError (or BucketError) for a bad one."""
+    if args.resamples < 0:
+        raise ReportError(f"--resamples {args.resamples}: must be positive (0 = sacreBLEU's default)")
+    if not args.effect > 0:
+        raise ReportError(f"--effect {args.effect:g}: must be a positive difference in BLEU (> 0), e.g. 0.5")
+    if args.test_size is not None and args.test_size < 1:
+        raise ReportError(f"--test-size {args.test_size}: must be a positive number of sentences, e.g. 3003")
+    check_primary(args.primary)
+    if not args.power and (args.effect != DEFAULT_EFFECT or args.test_size is not None):
+        raise ReportError("--effect and --test-size plan seeds: they need --power")
+    return Settings(baseline=parse_baseline(args.baseline) if args.baseline else Settings.baseline,
+                    edges=parse_edges(args.buckets) if args.buckets else None,
+                    test=args.test, resamples=args.resamples, power=args.power, effect=args.effect,
+                    test_size=args.test_size, primary=args.primary)
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        if args.resamples < 0:
-            raise ReportError(f"--resamples {args.resamples}: must be positive (0 = sacreBLEU's default)")
-        if not args.effect > 0:
-            raise ReportError(f"--effect {args.effect:g}: must be a positive difference in BLEU (> 0), e.g. 0.5")
-        if args.test_size is not None and args.test_size < 1:
-            raise ReportError(f"--test-size {args.test_size}: must be a positive number of sentences, e.g. 3003")
-        check_primary(args.primary)
-        if not args.power and (args.effect != DEFAULT_EFFECT or args.test_size is not None):
-            raise ReportError("--effect and --test-size plan seeds: they need --power")
-        settings = Settings(baseline=parse_baseline(args.baseline) if args.baseline else Settings.baseline,
-                            edges=parse_edges(args.buckets) if args.buckets else None,
-                            test=args.test, resamples=args.resamples, power=args.power, effect=args.effect,
-                            test_size=args.test_size, primary=args.primary)
+        settings = _settings(args)
         if args.trials:
             sweeps = [read_sweep(Path(d)).require_cells() for d in args.sweep_dirs]
             try:

@@ -9,7 +9,7 @@ import numpy as np
 
 from posenc import metrics
 from posenc.atomic import atomic_file
-from posenc.cells.record import bleu_options, chrf_options, field, is_ok
+from posenc.cells.record import bleu_options, chrf_options, field, is_ok, status_of
 from posenc.metrics import SACREBLEU_VERSION, Scorer, corpus_bleu
 
 # Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
@@ -48,8 +48,8 @@ def cell_output(cell, split: str, testsets, scorer):
     """``(Output, "")`` or ``(None, why this cell's output cannot be tested)``."""
     record = cell.record
     if not is_ok(record):
-        return None, f"cell {record.get('status')}"
-    name = record.get(field("hypotheses", split))
+        return None, f"cell {status_of(record)}"
+    name = getattr(record, field("hypotheses", split))
     if not name:
         return None, "no hypotheses"
     path = cell.dir / name
@@ -73,11 +73,11 @@ def cell_output(cell, split: str, testsets, scorer):
     chrf_array = _statistics(cell.dir, name, path, hypotheses, references, (testset.key, split), chrf_opts, "chrf",
                              scorer)
     stats = array.tolist()
-    recorded = record.get(field("bleu", split))
+    recorded = getattr(record, field("bleu", split))
     score = corpus_bleu(array.sum(0), options)
     if recorded is None or abs(score - float(recorded)) > REPRODUCE_TOLERANCE:
         return None, f"hypotheses give BLEU {score:.2f}, record says {recorded}"
-    return Output(record.get("seed"), hypotheses, references, testset.sources[split], stats, array, options,
+    return Output(record.seed, hypotheses, references, testset.sources[split], stats, array, options,
                   testset.key, testset.name, chrf_array, chrf_opts), ""
 
 

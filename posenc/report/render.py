@@ -6,7 +6,7 @@ import io
 
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
-from posenc.cells.record import field, is_ok, time_capped
+from posenc.cells.record import error_of, field, is_ok, status_of, time_capped
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, plan_value, verdict_column
 from posenc.report.sequential import strategy_notes, strategy_table
@@ -145,8 +145,8 @@ def scores_notes(report) -> list:
     s = report.settings
     key, value = s.baseline
     same = ", ".join(k for k in (report.rows[0].identity if report.rows else []) if k != key)
-    signatures = sorted({str(c.record.get("bleu_signature")) for r in report.rows for c in r.ok_cells()
-                         if c.record.get("bleu_signature")})
+    signatures = sorted({str(c.record.bleu_signature) for r in report.rows for c in r.ok_cells()
+                         if c.record.bleu_signature})
     notes = [
         f"BLEU: sacreBLEU on detokenized output ({'; '.join(signatures) or 'no signature recorded'}); "
         "mean ± sample standard deviation over the seeds that finished. BLEU 95% CI: of the row's mean over "
@@ -243,10 +243,10 @@ def status_notes(report) -> list:
     for cell in sweep.cells:
         rec = cell.record
         if not is_ok(rec):
-            lines.append(f"{str(rec.get('status')).upper()} {cell.name}: {rec.get('error') or 'no error recorded'}")
+            lines.append(f"{str(status_of(rec)).upper()} {cell.name}: {error_of(rec) or 'no error recorded'}")
         elif time_capped(rec):
             lines.append(f"TIME-CAPPED {cell.name}: training stopped at budget.max_time_min after "
-                         f"{rec.get('num_updates')} updates, in epoch {rec.get('epochs')}, before its planned "
+                         f"{rec.num_updates} updates, in epoch {rec.epochs}, before its planned "
                          "epochs; its scores depend on the machine's speed (a rerun with "
                          "budget.max_time_min=0 trains it in full)")
     lines += [f"MISSING {name}: planned, never reported" for name in sweep.missing]

@@ -7,7 +7,7 @@ from dataclasses import field as dc_field
 
 import numpy as np
 
-from posenc.cells.record import SPLITS, family, field, is_ok, time_capped
+from posenc.cells.record import SPLITS, family, field, is_ok, status_of, time_capped
 from posenc.cells.rows import baseline_of, row_name
 from posenc.cells.sweep import RECORD_KEYS
 from posenc.kinds import PLACEMENTS, kind_names
@@ -76,7 +76,7 @@ class Row:
         return [c for c in self.cells if is_ok(c.record)]
 
     def seed_values(self, name: str) -> dict:
-        return {c.record.get("seed"): c.record.get(name) for c in self.ok_cells() if c.record.get(name) is not None}
+        return {c.record.seed: getattr(c.record, name) for c in self.ok_cells() if getattr(c.record, name) is not None}
 
 
 @dataclass
@@ -111,11 +111,11 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     base_key, base_value = settings.baseline
     rows, warnings = _group(sweep, row_keys(sweep)), []
     for row in rows:
-        seeds = [c.record.get("seed") for c in row.cells]
+        seeds = [c.record.seed for c in row.cells]
         if len(seeds) != len(set(map(str, seeds))):
             warnings.append(f"row {row_name(row.identity)} has cells with the same seed; "
                             "pairing by seed takes the first")
-    has_long = any(c.record.get(field("bleu", "test_long")) is not None for r in rows for c in r.cells)
+    has_long = any(getattr(c.record, field("bleu", "test_long")) is not None for r in rows for c in r.cells)
     splits = [s for s in SPLITS if s == "test" or has_long]
     scorer = Scorer()
     for row in rows:
@@ -165,21 +165,26 @@ def check_baseline(sweeps, baseline) -> None:
     keys = list(dict.fromkeys(k for s in sweeps for k in row_keys(s)))
     if key not in keys:
         raise ReportError(f"--baseline {key}={value}: {key} is not a key of any row; keys: {', '.join(keys)}")
-    seen = {str(c.record.get(key) if key in RECORD_KEYS else c.overrides.get(key, "")) for s in sweeps for c in s.cells}
+    seen = {str(_cell_value(c, key)) for s in sweeps for c in s.cells}
     if value not in seen:
         raise ReportError(f"--baseline {key}={value}: no cell has {key}={value}; "
                           f"values: {', '.join(sorted(seen, key=lambda x: order_key(key, x)))}")
 
 
+def _cell_value(cell, key):
+    """The cell's value of a row key: as its record has it (RECORD_KEYS), else its override's."""
+    return getattr(cell.record, key) if key in RECORD_KEYS else cell.overrides.get(key, "")
+
+
 def _group(sweep, keys):
     rows = {}
     for cell in sweep.cells:
-        ident = {k: (cell.record.get(k) if k in RECORD_KEYS else cell.overrides.get(k, "")) for k in keys}
+        ident = {k: _cell_value(cell, k) for k in keys}
         ident = {k: ("" if v is None else str(v)) for k, v in ident.items()}
         rows.setdefault(tuple(ident.values()), Row(sweep.label, ident)).cells.append(cell)
     ordered = sorted(rows.values(), key=lambda r: [order_key(k, v) for k, v in r.identity.items()])
     for row in ordered:
-        row.cells.sort(key=lambda c: order_key("seed", c.record.get("seed")))
+        row.cells.sort(key=lambda c: order_key("seed", c.record.seed))
     return ordered
 
 
@@ -205,13 +210,13 @@ def _scores(row: Row, has_long: bool) -> None:
                         for seed, o in row.outputs.get(split, {}).items()})
         v[field("chrf", split)], v[field("chrf", split) + "_sd"] = mean_sd(by_seed.values())
         row.chrf_by_seed[split] = by_seed
-    v["seeds"] = [c.record.get("seed") for c in row.ok_cells()]
+    v["seeds"] = [c.record.seed for c in row.ok_cells()]
     v["seeds_ok"] = len(v["seeds"])
-    v["not_ok"] = [f"seed {c.record.get('seed')} {c.record.get('status')}" for c in row.cells
+    v["not_ok"] = [f"seed {c.record.seed} {status_of(c.record)}" for c in row.cells
                    if not is_ok(c.record)]
     # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
     # says how far this machine got in that time, not what the configuration reaches.
-    v["time_capped"] = [c.record.get("seed") for c in row.ok_cells() if time_capped(c.record)]
+    v["time_capped"] = [c.record.seed for c in row.ok_cells() if time_capped(c.record)]
 
 
 def baselines(rows, baseline) -> dict:
@@ -418,7 +423,7 @@ def _buckets(rows, settings):
     """BLEU by source-length bucket on the test split: per seed from the summed sufficient
     statistics of its sentences in each bucket, then averaged over seeds."""
     outputs = [o for r in rows for o in r.outputs.get("test", {}).values()]
-    corpora = {str((c.record.get("corpus") or {}).get("name") or c.record.get("data")) for r in rows for c in r.cells}
+    corpora = {str((c.record.corpus or {}).get("name") or c.record.data) for r in rows for c in r.cells}
     edges = settings.edges or bucket_mod.default_edges(corpora)
     labels = bucket_mod.labels(edges)
     per_testset, sizes = {}, {}

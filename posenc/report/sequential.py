@@ -21,7 +21,7 @@ def row_stop(row) -> str:
     -19.18] at α 0.0167``; ``going on`` while it runs; the old rule's stop as it said it."""
     if row is None:
         return "going on"
-    if not row.looks:  # the old rule, or no look yet
+    if not row.looks:  # a sweep of the old rule takes no looks; or none yet
         text = row.why or row.stopped or "going on"
     elif not row.stopped:
         last = row.looks[-1]

@@ -43,8 +43,8 @@ def table_rows(sweep_dir, settings: Settings = Settings()) -> list:
 
 
 def results_csv(sweep: Sweep) -> str:
-    """One line per cell that reported: the contract's fields first, then any extras."""
-    records = sweep.records
+    """One line per cell that reported: the contract's fields first, then any other its file has."""
+    records = [record.as_read() for record in sweep.records]
     extras = sorted({k for r in records for k in r if k not in FIELDS and not k.startswith("_")
                      and not isinstance(r[k], (dict, list))})
     out = io.StringIO()

@@ -1,11 +1,12 @@
 """The test set a cell was scored on (references and sources of each test split), found again from
-the corpus its record names (``record["corpus"]``: the prepared corpus's name, cache key and
+the corpus its record names (``Record.corpus``: the prepared corpus's name, cache key and
 cache entry)."""
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from posenc.cells.record import Record
 from posenc.corpora.cache import entry_dir
 from posenc.corpora.prepared import MANIFEST, load_prepared
 
@@ -29,9 +30,9 @@ class TestSets:
         self._roots.append(Path.cwd() / ".posenc_cache")
         self._found = {}
 
-    def find(self, record: dict):
+    def find(self, record: Record):
         """``(TestSet, "")`` or ``(None, why not)`` for a record."""
-        corpus = record.get("corpus")
+        corpus = record.corpus
         if not isinstance(corpus, dict) or not corpus.get("cache_key") or not corpus.get("name"):
             return None, "record names no corpus"
         key = corpus["cache_key"]

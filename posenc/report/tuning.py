@@ -11,7 +11,7 @@ with the advice to widen the space: the study's optimum may lie beyond it.
 import math
 import re
 
-from posenc.cells.record import FAILED, OK, PRUNED
+from posenc.cells.record import FAILED, OK, PRUNED, error_of
 from posenc.cells.strategy import TuneState
 
 # A trial's state (Optuna's name, as the tune state keeps it) in the words of a cell's status.
@@ -57,8 +57,8 @@ def device_hours(records) -> str:
     time of the cells that trained on a CPU), e.g. ``0.41 CPU h`` or ``12.3 GPU h``."""
     gpu = cpu = 0.0
     for record in records:
-        wall = float(record.get("cell_wall_s") or 0) / 3600
-        device = str(record.get("device") or "cpu")
+        wall = float(record.cell_wall_s or 0) / 3600
+        device = str(record.device or "cpu")
         if device.startswith("cuda"):
             gpu += wall * (sum(int(n) for n in _GPUS.findall(device)) or 1)
         else:
@@ -144,11 +144,11 @@ def trials_table(sweep):
     body = []
     for row in sweep.strategy.rows:
         for trial in row.trials:
-            record = records.get(trial.dirname) or {}
-            loss = record.get("valid_loss")
+            record = records.get(trial.dirname)
+            loss, epochs, wall = (record.valid_loss, record.epochs, record.cell_wall_s) if record else (None,) * 3
             word = STATE_WORDS.get(trial.state, trial.state or "?")
-            why = "" if word == OK else (record.get("error") or "no record yet").split(" (log: ")[0]
+            said = error_of(record) if record else None
+            why = "" if word == OK else (said or "no record yet").split(" (log: ")[0]
             body.append([row.row, str(trial.number), " ".join(f"{k}={v}" for k, v in trial.values.items()),
-                         word, "-" if loss is None else f"{loss:.3f}", str(record.get("epochs") or "-"),
-                         str(record.get("cell_wall_s") or "-"), why])
+                         word, "-" if loss is None else f"{loss:.3f}", str(epochs or "-"), str(wall or "-"), why])
     return headers, body

@@ -12,7 +12,7 @@ from pathlib import Path
 from statistics import fmean
 
 from posenc.cells.layout import BEST, CHECKPOINTS, best_checkpoint
-from posenc.cells.record import OK
+from posenc.cells.record import OK, Record, error_of
 from posenc.cells.sweep import MISSING, UNREADABLE, Cell, read_sweep
 from posenc.kinds import EMBEDDINGS, TABLE, find_kind
 
@@ -78,13 +78,13 @@ def measure_cell(cell: Cell, *, max_len=None, run_probes=True, folds=5, seed=0):
     from posenc.analysis.measure.checkpoint import checkpoint_report
     from posenc.analysis.read.fairseq_checkpoint import CheckpointError
 
-    record = cell.record or {}
-    row = {"cell": cell.name, "placement": record.get("placement"), "pe": record.get("pe"),
-           "seed": record.get("seed"), "status": cell.status, "bleu": record.get("bleu"),
-           "valid_ppl": record.get("valid_ppl"), "measured": False}
+    record = cell.record or Record()  # a missing or unreadable cell: every field empty
+    row = {"cell": cell.name, "placement": record.placement, "pe": record.pe,
+           "seed": record.seed, "status": cell.status, "bleu": record.bleu,
+           "valid_ppl": record.valid_ppl, "measured": False}
     notes = [WHY[cell.status]] if cell.status in WHY else []
     if cell.status not in (OK, MISSING, UNREADABLE):
-        notes.append(f"cell {cell.status}" + (f": {record.get('error')}" if record.get("error") else ""))
+        notes.append(f"cell {cell.status}" + (f": {error_of(record)}" if error_of(record) else ""))
     report = extras = None
     checkpoint = best_checkpoint(cell.dir)
     if cell.status == MISSING:

@@ -35,7 +35,7 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLaunche
 from omegaconf import OmegaConf
 
 from posenc.cells.plan import override_dirname, override_values
-from posenc.cells.record import Record, is_interrupted, new_record, read_result
+from posenc.cells.record import Record, is_interrupted, new_record
 from posenc.harness.run.lock import running_job
 from posenc.harness.run.signals import STOP
 
@@ -188,7 +188,7 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
                 first = gone_since.setdefault(job_id, time.monotonic())
                 if job is not None and time.monotonic() - first < RESULT_GRACE_S[0 if state else 1]:
                     continue  # just ended: its result may still be on its way
-                earlier = read_result(cell_dir)
+                earlier = Record.read(cell_dir)
                 if job is None and earlier is not None and not is_interrupted(earlier):
                     del watched[job_id]  # an earlier submitter's job, finished: its cell reported
                     continue

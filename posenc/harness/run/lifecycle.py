@@ -13,7 +13,7 @@ from pathlib import Path
 
 from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.cells import layout
-from posenc.cells.record import Record, is_interrupted, is_pruned, time_capped
+from posenc.cells.record import TIME_CAP, Record, is_interrupted, is_pruned
 from posenc.corpora import prepare_corpus
 from posenc.harness.cell.commands import commands_script, generate_command, train_command
 from posenc.harness.cell.environment import child_environment
@@ -174,7 +174,7 @@ def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: 
     if training["valid_ppl"] is None or not resume.intact(layout.best_checkpoint(job_dir)):
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
     training["train_wall_s"] = wall
-    if time_capped(training):
+    if training.get("stopped_by") == TIME_CAP:  # training's fields from fairseq's log, not yet a record
         progress.say(f"WARNING: training stopped at the time cap (budget.max_time_min={cell.max_time_min:g}) "
                      f"after {training['num_updates']} updates, in epoch {training['epochs']} of "
                      f"{cell.length.max_epoch}: this cell's scores depend on the machine's speed")

@@ -8,11 +8,14 @@ cells and in whichever processes.
 
 from pathlib import Path
 
-from posenc.cells.record import FAILED, INTERRUPTED, OK, PRUNED, RUNNING, time_capped
+from posenc.cells.record import FAILED, INTERRUPTED, OK, PRUNED, RUNNING, error_of, status_of, time_capped
 from posenc.cells.strategy import TuneState
-from posenc.cells.sweep import Sweep, read_sweep
+from posenc.cells.sweep import MISSING, Sweep, read_sweep
 from posenc.report.sequential import row_stop
 from posenc.report.tuning import edge_advice
+
+# An ok cell that training's time cap stopped: counted among the ok, and named.
+TIME_CAPPED = "time capped"
 
 
 def _short(error: str) -> str:
@@ -59,46 +62,56 @@ def summarize(sweep, interrupted_by: int = 0):
         cells = sweep.plan_values
     else:  # no plan: whatever reported
         cells = {c.name: {"cell": c.name} for c in sweep.every_cell()}
-    records = {c.name: c.record for c in sweep.cells}
-    unreadable = {name for name, _ in sweep.unreadable}
     skipped = {name for name, _ in sweep.skipped}
-    keys = {k for values in cells.values() for k in values}
-    varying = {k for k in keys if len({str(values.get(k)) for values in cells.values()}) > 1}
-    ok, failed, interrupted, running, missing, capped = 0, [], [], [], [], []
-    for name, values in cells.items():
-        label = _label(values, varying)
-        record = records.get(name)
-        if name in skipped:
-            continue
-        if record is None:
-            missing.append(f"{label} (result.json unreadable)" if name in unreadable else label)
-        elif record.get("status") == OK:
-            ok += 1
-            if time_capped(record):
-                capped.append(label)
-        elif record.get("status") == INTERRUPTED:
-            interrupted.append(label)
-        elif record.get("status") == RUNNING:
-            running.append(label)
-        else:
-            failed.append(f"{label} ({_short(record.get('error', ''))})")
+    outcomes = _outcomes(sweep, cells, skipped)
     total = len(cells) - len(skipped)  # skipped cells are planned ones
-    parts = [f"{ok} ok" + (f" ({len(capped)} stopped at the time cap: {'; '.join(capped)})" if capped else "")]
-    for word, items in ((FAILED, failed), (INTERRUPTED, interrupted),
-                        ("still running or killed outright", running), ("not run", missing)):
-        if items:
-            parts.append(f"{len(items)} {word}: " + "; ".join(items))
-    if skipped:
-        parts.append(f"{len(skipped)} skipped by design")
-    line = f"{total} cells: " + ", ".join(parts)
+    line = f"{total} cells: " + ", ".join(_parts(outcomes, skipped))
     if sweep.strategy:  # an adaptive sweep: each row's seeds and why it stopped, or its trials and choice
         line += strategy_summary(sweep.strategy)
     untuned = [r for r in sweep.strategy.rows if isinstance(sweep.strategy, TuneState) and not r.best] \
         if sweep.strategy else []  # no values to run seeds with
     if interrupted_by:
         status = interrupted_by
-    elif failed or interrupted or running or missing or untuned:
+    elif any(outcomes[word] for word in (FAILED, INTERRUPTED, RUNNING, MISSING)) or untuned:
         status = 1
     else:
         status = 0
     return line, status
+
+
+def _outcomes(sweep, cells: dict, skipped: set) -> dict:
+    """Each outcome (OK, TIME_CAPPED, FAILED, INTERRUPTED, RUNNING, MISSING) -> the labels of the
+    ``cells`` (name -> its plan's values) not ``skipped`` that had it; a time-capped cell is ok too.
+    A label names the keys that vary over all the planned cells, skipped ones included."""
+    records = {c.name: c.record for c in sweep.cells}
+    unreadable = {name for name, _ in sweep.unreadable}
+    keys = {k for values in cells.values() for k in values}
+    varying = {k for k in keys if len({str(values.get(k)) for values in cells.values()}) > 1}
+    outcomes = {word: [] for word in (OK, TIME_CAPPED, FAILED, INTERRUPTED, RUNNING, MISSING)}
+    for name, values in cells.items():
+        if name in skipped:
+            continue
+        label, record = _label(values, varying), records.get(name)
+        if record is None:
+            outcomes[MISSING].append(f"{label} (result.json unreadable)" if name in unreadable else label)
+        elif status_of(record) in (OK, INTERRUPTED, RUNNING):
+            outcomes[status_of(record)].append(label)
+            if status_of(record) == OK and time_capped(record):
+                outcomes[TIME_CAPPED].append(label)
+        else:
+            outcomes[FAILED].append(f"{label} ({_short(error_of(record))})")
+    return outcomes
+
+
+def _parts(outcomes: dict, skipped) -> list:
+    """``["11 ok", "1 failed: lr=1e9,... (loss is inf at update 3)"]``: each outcome some cell had."""
+    capped = outcomes[TIME_CAPPED]
+    parts = [f"{len(outcomes[OK])} ok" + (f" ({len(capped)} stopped at the time cap: {'; '.join(capped)})"
+                                          if capped else "")]
+    for word, items in ((FAILED, outcomes[FAILED]), (INTERRUPTED, outcomes[INTERRUPTED]),
+                        ("still running or killed outright", outcomes[RUNNING]), ("not run", outcomes[MISSING])):
+        if items:
+            parts.append(f"{len(items)} {word}: " + "; ".join(items))
+    if skipped:
+        parts.append(f"{len(skipped)} skipped by design")
+    return parts
