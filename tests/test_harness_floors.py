@@ -148,3 +148,14 @@ def test_what_resolve_cell_returns_carries_no_config_but_the_corpus_node():
             if isinstance(getattr(owner, f.name), (DictConfig, ListConfig)):
                 nodes.append(f"{type(owner).__name__}.{f.name}")
     assert nodes == ["Cell.data"]
+
+
+def test_importing_the_keys_or_the_plan_reader_registers_no_resolver():
+    """The resolver is registered where a config that names it is composed or read, never as a
+    side effect of an import (a fresh interpreter: this one's conftest has registered it)."""
+    import subprocess
+    import sys
+    code = ("import posenc.cells.keys, posenc.cells.plan, posenc.cells.sweep; from omegaconf import OmegaConf; "
+            "print(OmegaConf.has_resolver('posenc_keys'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    assert out.strip() == "False"

@@ -67,7 +67,9 @@ def override_dirname(overrides, naming, exclude=None) -> str:
     """A cell's directory name from its parsed overrides, by Hydra's ``override_dirname`` rule;
     ``naming``: the sweep's ``hydra.job.config.override_dirname`` (``exclude_keys``, ``item_sep``,
     ``kv_sep``)."""
-    exclude = set(naming.exclude_keys) if exclude is None else exclude
+    if exclude is None:
+        register_resolver()  # a sweep's exclude_keys name ${posenc_keys:not_naming}
+        exclude = set(naming.exclude_keys)
     lines = sorted(o.input_line for o in overrides if o.key_or_group not in exclude)
     return naming.item_sep.join(lines).replace("=", naming.kv_sep)
 

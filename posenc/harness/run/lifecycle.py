@@ -70,7 +70,8 @@ def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, prun
     signal to the harness is recorded as an interrupted cell; a corpus or machine refusal raises.
     ``env``: what cells side by side get on top of the user's environment (a thread share, their
     GPUs; ``posenc.harness.launch.parallel``). ``pruning``: a tuning trial's
-    (``posenc.harness.run.pruning``), which may stop its training early: the record says pruned."""
+    (``posenc.harness.run.pruning``), which may stop its training early: the record says pruned.
+    Returns the record with what stopped it, if a signal did (``Ran``)."""
     # Everything the harness adds to fairseq's environment; commands.sh exports the same.
     env = {**cell.environment, **(env or {})}
     job_dir = Path(job_dir)
