@@ -39,10 +39,11 @@ class Generation:
 
 @dataclass(frozen=True)
 class Cell:
-    """Everything one cell runs with, as plain values (no methods: who uses a value says what it
-    means, and reading the cell never leads back here). ``data`` stays the corpus's own config node (the corpora
-    package reads it); ``resolved_config`` is the whole config as plain data, for a logger that
-    records what the cell ran with (a W&B run's config), None with ``logger=none``."""
+    """Everything one cell runs with, as plain values: no methods, so that whoever reads the cell
+    does the reading where it runs, and a cell's run never comes back here. ``data`` stays the
+    corpus's own config node (the corpora package reads it); ``resolved_config`` is the whole config
+    as plain data, for a logger that records what the cell ran with (a W&B run's config), None with
+    ``logger=none``."""
     spec: CellSpec
     identity: dict          # experiment, model, data, pe, placement, encoder_pos, decoder_pos, seed
     seed: int
