@@ -87,7 +87,9 @@ def cuda_or_stop(allow_cpu: bool) -> str:
 def synthetic_corpus(cache: str, overrides=()):
     from hydra import compose, initialize_config_dir
 
+    from posenc.cells.keys import register_resolver
     from posenc.corpora import prepare_corpus
+    register_resolver()  # conf/config.yaml names ${posenc_keys:...}
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         data = compose(config_name="config", overrides=["data=synthetic", *overrides]).data
     return prepare_corpus(data, Path(cache), log=lambda msg: print(f"gpu-check: {msg}", flush=True))
@@ -111,7 +113,7 @@ def variant_argv(name, opts, bin_dir, device) -> list:
 
 
 def run_variant(name, opts, bin_dir, device) -> dict:
-    from posenc.harness.run.fairseq_logs import parse_record
+    from posenc.harness.fairseq_logs import parse_record
     env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     started = time.monotonic()

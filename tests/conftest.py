@@ -4,9 +4,11 @@ import random
 
 import pytest
 
-import posenc.cells.keys  # noqa: F401 -- registers ${posenc_keys:...}, which conf/config.yaml names
 from fairseq_tools import fairseq
+from posenc.cells.keys import register_resolver
 from project import hidden_fairseq_config_store
+
+register_resolver()  # the tests compose conf/config.yaml, which names ${posenc_keys:...}, in this process
 
 
 @pytest.fixture

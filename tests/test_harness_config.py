@@ -127,7 +127,7 @@ def test_the_vaswani_schedule_ends_after_the_papers_100k_updates_unless_a_budget
     cfg = compose_cfg("paths.cache_dir=/no/cache", "model=transformer_base", "budget=paper")
     args = cfg.optim.args
     assert (args.adam_betas, args.adam_eps, args.warmup_updates) == ("(0.9, 0.98)", 1e-9, 4000)
-    argv = train_command("bin", "ckpt", resolve_cell(cfg))
+    argv = train_command("bin", "ckpt", resolve_cell(cfg).checked())
     assert argv[argv.index("--max-update") + 1] == "100000"
     assert run_length(compose_cfg("model=transformer_base", "budget=smoke")) == RunLength(1, 20)
 
@@ -166,7 +166,7 @@ def test_placement_maps_to_the_side_flags(placement, expected):
     cfg = compose_cfg("paths.cache_dir=/no/cache", f"placement={placement}")
     spec = cell_spec(cfg)
     assert (spec.encoder_pos, spec.decoder_pos) == expected
-    argv = train_command("bin", "ckpt", resolve_cell(cfg))
+    argv = train_command("bin", "ckpt", resolve_cell(cfg).checked())
     i = argv.index("--encoder-pos")
     assert argv[i:i + 4] == ["--encoder-pos", expected[0], "--decoder-pos", expected[1]]
     assert argv[argv.index("--seed") + 1] == "1"
@@ -188,7 +188,7 @@ def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
 @pytest.mark.parametrize("pe", ["alibi", "t5"])
 def test_attention_bias_kinds_reach_the_transformer_flags(pe):
     cfg = compose_cfg("paths.cache_dir=/no/cache", "model=transformer_small", f"pe={pe}", "placement=source")
-    argv = train_command("bin", "ckpt", resolve_cell(cfg))
+    argv = train_command("bin", "ckpt", resolve_cell(cfg).checked())
     i = argv.index("--encoder-pos")
     assert argv[i:i + 4] == ["--encoder-pos", pe, "--decoder-pos", "none"]
 
@@ -261,7 +261,7 @@ def test_cli_refuses_bad_values_without_a_traceback(tmp_path, args, expected):
 
 
 def test_logger_is_checked_up_front():
-    from posenc.harness.tracking.wandb_run import check_logger
+    from posenc.harness.cell.logger import check_logger
     check_logger(compose_cfg().logger)
     check_logger(compose_cfg("logger=wandb").logger)  # wandb is a main dependency (make setup)
     bad = compose_cfg("logger=wandb")

@@ -19,10 +19,10 @@ from omegaconf import OmegaConf
 from posenc import atomic
 from posenc.harness.cell.limits import step_limits
 from posenc.harness.errors import ConfigError
+from posenc.harness.fairseq_logs import resumed_from, stopped_by, training_summary
 from posenc.harness.hashing import cell_hashes
 from posenc.harness.run import resume
 from posenc.harness.run.failures import exit_reason, non_finite_loss
-from posenc.harness.run.fairseq_logs import resumed_from, stopped_by, training_summary
 from posenc.harness.sweep.summary import summarize
 
 REPO = Path(__file__).resolve().parents[1]

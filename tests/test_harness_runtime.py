@@ -16,6 +16,7 @@ from posenc.harness.cell.commands import commands_script
 from posenc.harness.cell.environment import ALWAYS, added_environment, thread_count
 from posenc.harness.errors import ConfigError
 from posenc.harness.run.step import run_step
+from project import compose_cell
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 # What bash itself puts into every environment it runs a command in.
@@ -52,8 +53,8 @@ def test_cells_side_by_side_get_their_share_only_when_the_config_names_no_thread
     joblib = OmegaConf.create({"_target_": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
                                "n_jobs": 2})
     for overrides, expected in (([], "share"), (["runtime.threads=3"], None)):
-        cfg = OmegaConf.create({"runtime": {"threads": 3 if overrides else None}, "gpus": 0})
-        with cell_resources(cfg, joblib, 4, Path("/nonexistent")) as env:
+        cell = compose_cell("gpus=0", *overrides)
+        with cell_resources(cell, joblib, 4, Path("/nonexistent")) as env:
             assert ("OMP_NUM_THREADS" in env) == (expected == "share")
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from posenc.cells.record import RUNNING_ERROR
 from posenc.harness.cell.environment import ALWAYS
-from posenc.harness.run.fairseq_logs import hypotheses_by_id
+from posenc.harness.fairseq_logs import hypotheses_by_id
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from posenc.harness.cell.precision import check_gpu_settings, check_hardware
 from posenc.harness.cell.resolve import resolve_cell
 from posenc.harness.errors import ConfigError
 from posenc.harness.launch.parallel import concurrent_cells, gpu_slots, thread_share, threads_env, visible_gpus
-from project import REPO, compose_cfg
+from project import REPO, compose_cell, compose_cfg
 
 BIN = Path(sys.executable).parent
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 
 def commands(*overrides):
-    cell = resolve_cell(compose_cfg("paths.cache_dir=/no/cache", *overrides))
+    cell = resolve_cell(compose_cfg("paths.cache_dir=/no/cache", *overrides)).checked()
     return (train_command("bin", "ckpt", cell),
             generate_command("bin", "ckpt/checkpoint_best.pt", "test", "", cell))
 
@@ -129,11 +129,11 @@ def test_bad_gpu_settings_are_refused_with_the_allowed_values(overrides, message
 
 def test_a_cell_needing_cuda_is_refused_where_torch_sees_none():
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # torch sees no GPU here, on any machine
-    check_hardware(compose_cfg("precision=bf16"), env)  # runs anywhere: no probe, no error
+    check_hardware(compose_cell("precision=bf16"), env)  # runs anywhere: no probe, no error
     with pytest.raises(ConfigError, match=r"^precision=fp16 gpus=1 needs 1 CUDA device\(s\); this machine shows 0 "):
-        check_hardware(compose_cfg("precision=fp16"), env)
+        check_hardware(compose_cell("precision=fp16"), env)
     with pytest.raises(ConfigError, match=r"needs 2 CUDA device\(s\); this machine shows 0 \(gpus=2 trains on 2 GPUs"):
-        check_hardware(compose_cfg("gpus=2"), env)
+        check_hardware(compose_cell("gpus=2"), env)
 
 
 def test_posenc_run_refuses_fp16_without_a_gpu_in_one_line(tmp_path):

@@ -18,7 +18,7 @@ import pytest
 
 from posenc.cells.plan import planned_cells
 from posenc.cells.strategy import read_state
-from posenc.harness.launch.slurm_job import CANCELLED, PREEMPTED
+from posenc.harness.run.slurm_job import CANCELLED, PREEMPTED
 from test_harness_survival import processes_mentioning
 
 BIN = Path(sys.executable).parent
@@ -60,7 +60,9 @@ PREPARE = """
 import sys
 from pathlib import Path
 from hydra import compose, initialize_config_dir
+from posenc.cells.keys import register_resolver
 from posenc.corpora import prepare_corpus
+register_resolver()
 with initialize_config_dir(config_dir=sys.argv[1], version_base="1.3"):
     cfg = compose(config_name="config", overrides=sys.argv[3:])
 prepare_corpus(cfg.data, Path(sys.argv[2]))

@@ -7,14 +7,13 @@ import signal
 import pytest
 
 from posenc.cells.record import Record
-from posenc.harness.launch import slurm_job
 from posenc.harness.launch.slurm_launcher import (
     TESTED_SUBMITIT_LAUNCHER,
     check_gpus,
     ended_without_result,
     submitit_launcher_version_problem,
 )
-from posenc.harness.run import lifecycle
+from posenc.harness.run import lifecycle, slurm_job
 from posenc.harness.run.signals import STOP
 
 # fairseq's own log lines (a first run that saved at update 16, a second that resumed from it).
@@ -167,7 +166,7 @@ def test_the_record_names_the_device_that_trained():
     import subprocess
     import sys
 
-    from posenc.harness.run.fairseq_logs import training_device
+    from posenc.harness.fairseq_logs import training_device
     proc = subprocess.run([sys.executable, "-c", DEVICE_LOG, json.dumps([names for names, _ in DEVICES])],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -76,9 +76,8 @@ _LISTS = {"not_naming": not_naming}
 
 
 def register_resolver() -> None:
-    """``${posenc_keys:not_naming}`` in a config: the list above (registered once per process)."""
+    """``${posenc_keys:not_naming}`` in a config: the list above. Called where a config that names
+    it is composed or read (``posenc-run``'s application, the plan reader, the tests' and scripts'
+    compose calls); once per process is enough, and a second call does nothing."""
     if not OmegaConf.has_resolver(RESOLVER):
         OmegaConf.register_new_resolver(RESOLVER, lambda name: _LISTS[name]())
-
-
-register_resolver()  # whoever reads a config that names it (posenc-run, the plan reader) has it

@@ -18,7 +18,7 @@ from pathlib import Path
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from posenc.cells import keys  # noqa: F401 -- registers ${posenc_keys:...}, which a plan's exclude_keys may name
+from posenc.cells.keys import register_resolver
 from posenc.cells.record import config_family
 from posenc.cells.strategy import read_state
 from posenc.kinds import grid_skip_reason
@@ -42,6 +42,7 @@ def planned_cells(sweep_dir: Path):
     state = read_state(sweep_dir)
     if state is not None:
         return [PlannedCell(c.dirname, override_values(c.overrides)) for c in state.cells]
+    register_resolver()  # the plan's exclude_keys name ${posenc_keys:not_naming}
     cfg = OmegaConf.load(plan_file)
     # A sweep typed on the command line has no preset params: its swept keys are in the task overrides.
     preset = cfg.hydra.sweeper.get("params")
@@ -66,7 +67,9 @@ def override_dirname(overrides, naming, exclude=None) -> str:
     """A cell's directory name from its parsed overrides, by Hydra's ``override_dirname`` rule;
     ``naming``: the sweep's ``hydra.job.config.override_dirname`` (``exclude_keys``, ``item_sep``,
     ``kv_sep``)."""
-    exclude = set(naming.exclude_keys) if exclude is None else exclude
+    if exclude is None:
+        register_resolver()  # a sweep's exclude_keys name ${posenc_keys:not_naming}
+        exclude = set(naming.exclude_keys)
     lines = sorted(o.input_line for o in overrides if o.key_or_group not in exclude)
     return naming.item_sep.join(lines).replace("=", naming.kv_sep)
 

@@ -2,36 +2,64 @@
 
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
+from posenc.cells.keys import register_resolver
 from posenc.cells.record import Record, is_ok
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.confdir import CONF_DIR
 from posenc.corpora import CorpusError
-from posenc.harness.cell.resolve import refused_record, resolve_cell
-from posenc.harness.cell.spec import check_values
+from posenc.harness.cell.resolve import Resolved, resolve_cell
 from posenc.harness.errors import ConfigError
-from posenc.harness.launch import slurm_job
 from posenc.harness.launch.parallel import cell_resources
-from posenc.harness.run import signals
-from posenc.harness.run.lifecycle import run_cell
+from posenc.harness.run import signals, slurm_job
+from posenc.harness.run.lifecycle import Ran, run_cell
 from posenc.harness.run.pruning import trial_pruning
 from posenc.harness.sweep.report import SweepReport
 from posenc.harness.tracking.progress import CellProgress
-from posenc.kinds import grid_skip_reason
+
+SKIPPED = None  # what run() returns for a cell the grid skips by design: nothing to record or hand over
+
+# The config names ${posenc_keys:...}, and Hydra composes it inside run_job(): in this process and in
+# every worker a launcher starts (joblib, submitit), which loads this module to unpickle run_job and
+# then composes its cell's config before any function of ours runs. So the application registers
+# the resolver as it is loaded, the one step that precedes composing in every process.
+register_resolver()
+
+@dataclass(frozen=True)
+class Job:
+    """Hydra's side of this job, never the composed config: a single run or a sweep's cell, where it
+    writes, how its sweep launches cells and how many it planned."""
+    multirun: bool
+    num: int
+    job_dir: Path
+    home: Path        # the sweep directory (multirun) or the run directory (one cell)
+    launcher: object
+    sweep: object     # the sweep this cell belongs to, read once (its plan and the records so far), or None
+    planned: int      # the sweep's planned cells; 0 where there is no total to count a cell against
+
+    @classmethod
+    def current(cls) -> "Job":
+        hydra_cfg = HydraConfig.get()
+        multirun = hydra_cfg.mode == RunMode.MULTIRUN
+        job_dir = Path(hydra_cfg.runtime.output_dir)
+        sweep = sweep_so_far(Path(hydra_cfg.sweep.dir)) if multirun else None
+        # An adaptive sweep decides its cells batch by batch: no total to count a cell against.
+        planned = len(sweep.plan_values) if sweep and sweep.planned and not sweep.strategy else 0
+        return cls(multirun, hydra_cfg.job.num if multirun else 0, job_dir,  # a single run has no job number
+                   Path(hydra_cfg.sweep.dir) if multirun else job_dir, hydra_cfg.launcher, sweep, planned)
 
 
-def cell_label(cfg, hydra_cfg, planned: int) -> str:
-    where = f"placement={cfg.placement} pe={cfg.pe} seed={cfg.seed} model={cfg.model.name}"
-    if cfg.get("trial") is not None:
-        where += f" trial={cfg.trial}"
-    if hydra_cfg.mode != RunMode.MULTIRUN:
+def cell_label(where: str, job: Job) -> str:
+    """The cell's words (``CellName.where``), and its place in the sweep, for its progress lines."""
+    if not job.multirun:
         return where
-    return f"cell {hydra_cfg.job.num + 1}/{planned or '?'} {where}"
+    return f"cell {job.num + 1}/{job.planned or '?'} {where}"
 
 
 def sweep_so_far(sweep_dir: Path):
@@ -50,64 +78,95 @@ def sweep_eta(sweep, cells_left: int):
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def run_job(cfg) -> None:
-    hydra_cfg = HydraConfig.get()
-    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    """One cell, in a straight line: resolve -> refuse or skip -> run -> record -> exit code.
+    ``resolve_cell`` is the one reader of ``cfg``; what a failure or a stop ends as is ``cell_job``'s,
+    the one wrapper around the work."""
     signals.install()
-    sweep = sweep_so_far(Path(hydra_cfg.sweep.dir)) if multirun else None
-    # An adaptive sweep decides its cells batch by batch: no total to count a cell against.
-    planned = len(sweep.plan_values) if sweep and sweep.planned and not sweep.strategy else 0
-    progress = CellProgress(cell_label(cfg, hydra_cfg, planned), int(cfg.budget.max_epoch),
-                            float(cfg.budget.max_time_min), enabled=bool(cfg.progress))
-    if signals.STOP.requested:  # an earlier cell of this sweep was interrupted: start nothing new
+    job = Job.current()
+    stopped_before = signals.STOP.requested  # an earlier cell of this sweep was interrupted: start nothing new
+    # Read once; a signal meanwhile is kept, and the work's first step (interruptible) raises it.
+    resolved = resolve_cell(cfg)
+    progress = CellProgress(cell_label(resolved.name.where, job), resolved.max_epoch, resolved.max_time_min,
+                            enabled=resolved.progress)
+    if stopped_before:
         progress.say("not started: the sweep was interrupted")
         return
-    if planned:
-        eta = sweep_eta(sweep, planned - hydra_cfg.job.num)
+    if job.planned:
+        eta = sweep_eta(job.sweep, job.planned - job.num)
         if eta is not None:
-            progress.say(f"sweep: {planned - hydra_cfg.job.num} cells to go, about {eta:.1f} min at the pace so far")
-    job_dir = Path(hydra_cfg.runtime.output_dir)
+            progress.say(f"sweep: {job.planned - job.num} cells to go, about {eta:.1f} min at the pace so far")
+    status = cell_job(resolved, job, progress)
+    if status:
+        sys.exit(status)
+
+
+def run(resolved: Resolved, job: Job, progress: CellProgress):
+    """Refuse or skip, then run the cell: its ``Ran``, or ``SKIPPED`` (the grid leaves it out by design)."""
+    with signals.interruptible():
+        if resolved.skipped:
+            progress.say(f"skipped by design: {resolved.skipped}")
+            return SKIPPED
+        cell = resolved.checked()  # every refusal, before any work
+        # Cells side by side (joblib, submitit_local) share the cores; joblib cells get GPUs of their own.
+        with cell_resources(cell, job.launcher, job.planned, job.home, say=progress.say) as child_env:
+            pruning = trial_pruning(job.home, job.job_dir) if job.multirun and cell.is_trial else None
+            return run_cell(cell, job.job_dir, progress, child_env, pruning)
+
+
+def cell_job(resolved: Resolved, job: Job, progress: CellProgress) -> int:
+    """The one place a job's failure and exit-code policy lives: runs the cell (``run``) and turns
+    whatever happened into what the job leaves behind; returns the job's exit status.
+
+    A refusal is one line on stderr (a sweep also records the cell as failed and goes on); a signal
+    before training began says "not started" (and, in a SLURM job, records why); a stop in a SLURM
+    job hands the job over as SLURM and submitit expect (``slurm_job.hand_over``); a single run
+    exits with 2 (refused), 128 + the signal (stopped) or 1 (the cell did not finish ok). A sweep's
+    cells always return 0: the sweep's end reports them."""
+    name, job_dir, multirun = resolved.name, job.job_dir, job.multirun
     try:
-        with signals.interruptible():
-            if cfg.skip_impossible:
-                check_values(cfg)  # a misspelt value is an error, not a cell to skip
-                reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
-                if reason:
-                    progress.say(f"skipped by design: {reason}")
-                    return
-            cell = resolve_cell(cfg)  # every refusal, before any work
-            # Cells side by side (joblib, submitit_local) share the cores; joblib cells get GPUs of their own.
-            home = Path(hydra_cfg.sweep.dir) if multirun else job_dir
-            with cell_resources(cfg, hydra_cfg.launcher, planned, home, say=progress.say) as child_env:
-                pruning = trial_pruning(home, job_dir) if multirun and cell.is_trial else None
-                record = run_cell(cell, job_dir, progress, child_env, pruning)
+        ran = run(resolved, job, progress)
     except (ConfigError, CorpusError) as err:
         # Refused before any training; one line, no traceback. A sweep records the cell as failed
         # and goes on: its summary line and exit status report it.
         print(f"posenc-run: error: {err}", file=sys.stderr)
         if not multirun:
-            sys.exit(2)
-        refused_record(cfg, job_dir, str(err)).write(job_dir)
-        return
+            return 2
+        name.refused_record(job_dir, str(err)).write(job_dir)
+        return 0
     except signals.StopRequested as stop:  # before the cell's training started
         progress.say(f"not started: {stop}")
-        record = None
-        if slurm_job.job_id():  # the job's end must say why (a time limit here would loop: it is not requeued)
-            signals.STOP.cause = slurm_job.stop_cause(stop.signum)
-            record = slurm_job.unstarted(Record.read(job_dir) or refused_record(cfg, job_dir, ""), signals.STOP.cause)
-            record.write(job_dir)
+        ran = unstarted(stop, name, job_dir)
+    if ran is SKIPPED:
+        return 0
     if signals.STOP.requested and slurm_job.job_id():  # requeue the job, or let it end, as the stop asks
-        cause = signals.STOP.cause or slurm_job.stop_cause(signals.STOP.signum)
-        status = record and record.status
-        slurm_job.hand_over(record, cause)
-        if record and record.status != status:
-            record.write(job_dir)
-            progress.say(f"FAILED: {record.error}")
+        hand_over(ran, job_dir, progress)
     if multirun:
-        return  # a sweep goes on to the next cell (or past the rest, when interrupted); its end reports
+        return 0  # a sweep goes on to the next cell (or past the rest, when interrupted); its end reports
     if signals.STOP.requested:
-        sys.exit(signals.STOP.exit_status())
-    if not record.ok:
-        sys.exit(1)
+        return signals.STOP.exit_status()
+    return 0 if ran.record.ok else 1
+
+
+def unstarted(stop: signals.StopRequested, name, job_dir: Path) -> Ran:
+    """A cell stopped before its training began: in a SLURM job, its record says why (the job's end
+    must say it; a time limit here would loop, since it is not requeued); elsewhere nothing is written."""
+    if not slurm_job.job_id():
+        return Ran()
+    cause = slurm_job.stop_cause(stop.signum)
+    record = slurm_job.unstarted(Record.read(job_dir) or name.refused_record(job_dir, ""), cause)
+    record.write(job_dir)
+    return Ran(record, cause)
+
+
+def hand_over(ran: Ran, job_dir: Path, progress) -> None:
+    """End the SLURM job as the stop asks, on the cause the cell recorded (else the signal's own);
+    a requeue submitit refused turns the record into a failure, written and said."""
+    record = ran.record
+    status = record and record.status
+    slurm_job.hand_over(record, ran.stop_cause or slurm_job.stop_cause(signals.STOP.signum))
+    if record and record.status != status:
+        record.write(job_dir)
+        progress.say(f"FAILED: {record.error}")
 
 
 def main() -> None:

@@ -2,13 +2,58 @@
 
 import importlib.util
 import shlex
+import socket
 import sys
 from pathlib import Path
 
-from posenc.harness.cell.precision import train_flags, train_program
-
 # The plugin's directory, found without importing it (that would import fairseq into posenc-run).
 PLUGIN_DIR = Path(importlib.util.find_spec("posenc.fairseq_plugin").submodule_search_locations[0]).resolve()
+
+
+# The stock trainer, except that --bf16 trains on the GPU instead of asking for a TPU and that SIGTERM saves
+# a checkpoint at once and stops (see posenc/fairseq_train.py).
+TRAINER = ("-m", "posenc.fairseq_train")
+
+# fairseq picks the device itself: a GPU where torch sees one, else the CPU. ``gpus`` is passed as
+# ``--distributed-world-size`` always, because fairseq's default is *every* visible GPU, which would
+# make a cell's effective batch size (and so its result) depend on the machine it ran on.
+#
+# With more than one GPU, fairseq would also infer its world size from the environment
+# (``fairseq.distributed.utils.infer_init_method``): inside a SLURM job with one task per node it takes
+# every GPU of the node, joblib cells sharing an allocation derive one port from ``SLURM_JOB_ID``, a
+# bare ``salloc`` shell crashes, and torchrun's variables set another world size. An explicit
+# ``--distributed-init-method tcp://localhost:<free port>`` skips all of that inference: the cell
+# trains on the GPUs it asked for, on a port of its own. (One GPU or the CPU never infers anything.)
+
+
+def train_program() -> list:
+    """The program part of the training command: fairseq-train's ``main``, through ``posenc.fairseq_train``."""
+    return [sys.executable, *TRAINER]
+
+
+def train_flags(cell) -> list:
+    """Precision and device flags of fairseq-train (``cell``: a resolved Cell)."""
+    precision = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}[cell.precision]
+    return precision + device_flags(cell)
+
+
+def free_port() -> int:
+    """A TCP port no process on this machine listens on now (the kernel's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def device_flags(cell, port: int = None) -> list:
+    """The number of devices fairseq trains on; ``gpus=0``: one CPU process even where GPUs exist
+    (without the world size, fairseq would start one CPU process per visible GPU). Several GPUs
+    get their own rendezvous (``port``, else a free one), whatever SLURM or torchrun variables say."""
+    if cell.gpus == 0:
+        return ["--cpu", "--distributed-world-size", "1"]
+    if cell.gpus == 1:
+        return ["--distributed-world-size", "1"]
+    return ["--distributed-world-size", str(cell.gpus),
+            "--distributed-init-method", f"tcp://localhost:{port or free_port()}"]
 
 
 def fairseq_tool(name: str) -> str:

@@ -1,11 +1,14 @@
-"""A cell resolved once: the composed config turned into a ``Cell`` value, with every refusal here.
+"""A cell resolved once: the composed config turned into values, with every refusal here.
 
-``resolve_cell`` checks the values on their own and against each other (model family, placement
-and kind; precision and GPUs; the budget's limits and the schedule's length; the children's
-environment; the logger) and raises ``ConfigError`` with one line. What the lifecycle, the fairseq
-commands, resuming, the record and the W&B run need is then read from the ``Cell``, never from the
-config again. The one check left for later is the machine's (``precision.check_hardware``): a cell
-finished earlier is kept without asking for a GPU.
+``resolve_cell`` is the one reader of a cell's composed config. It returns a ``Resolved``: how the
+job names and shows the cell (read key by key, so that a refused cell still has a record), and
+then exactly one of the checked ``Cell``, the reason the grid skips it by design
+(``skip_impossible``), or the refusal (``ConfigError``, one line) of a value on its own or against
+the others (model family, placement and kind; precision and GPUs; the budget's limits and the
+schedule's length; the children's environment; the logger). What the lifecycle, the fairseq
+commands, resuming, the record, the resources of cells side by side and the W&B run need is then
+read from the ``Cell``, never from the config again. The one check left for later is the
+machine's (``precision.check_hardware``): a cell finished earlier is kept without asking for a GPU.
 """
 
 from dataclasses import dataclass
@@ -16,11 +19,12 @@ from omegaconf import OmegaConf
 from posenc.cells.record import Record, new_record
 from posenc.harness.cell.environment import added_environment
 from posenc.harness.cell.limits import RunLength, StepLimits, run_length, step_limits
+from posenc.harness.cell.logger import check_logger
 from posenc.harness.cell.precision import check_gpu_settings
-from posenc.harness.cell.spec import CellSpec, cell_spec, user_kinds
+from posenc.harness.cell.spec import CellSpec, cell_spec, check_values, user_kinds
 from posenc.harness.errors import ConfigError
 from posenc.harness.hashing import Hashes, cell_hashes
-from posenc.harness.tracking.wandb_run import check_logger
+from posenc.kinds import grid_skip_reason
 from posenc.kinds_file import ENV as KINDS_ENV
 
 
@@ -35,8 +39,11 @@ class Generation:
 
 @dataclass(frozen=True)
 class Cell:
-    """Everything one cell runs with. ``data`` stays the corpus's own config node (the corpora
-    package reads it); ``wandb_config`` is the resolved config a W&B run records (logger=wandb)."""
+    """Everything one cell runs with, as plain values: no methods, so that whoever reads the cell
+    does the reading where it runs, and a cell's run never comes back here. ``data`` stays the
+    corpus's own config node (the corpora package reads it); ``resolved_config`` is the whole config
+    as plain data, for a logger that records what the cell ran with (a W&B run's config), None with
+    ``logger=none``."""
     spec: CellSpec
     identity: dict          # experiment, model, data, pe, placement, encoder_pos, decoder_pos, seed
     seed: int
@@ -57,43 +64,97 @@ class Cell:
     redo: bool
     logger: dict            # the logger group (name, project, ...)
     hashes: Hashes          # config and training hashes, today's and before the optim group
-    wandb_config: dict = None
+    resolved_config: dict = None
     trial: int = None       # a tuning trial's number: trained and validated, never scored on test
-
-    @property
-    def is_trial(self) -> bool:
-        return self.trial is not None
-
-    @property
-    def experiment(self) -> str:
-        return self.identity["experiment"]
-
-    @property
-    def family(self) -> str:
-        return self.spec.family
-
-    def new_record(self, job_dir: Path) -> Record:
-        """The cell's record as it starts: ``running``, its identity and hash, no scores yet."""
-        record = new_record(self.identity, job_dir, self.family)
-        record.config_hash = self.hashes.config
-        record.trial = self.trial
-        return record
+    is_trial: bool = False  # trial is not None
+    threads: str = None     # runtime.threads as the children get it (OMP_NUM_THREADS); None: the launcher's share
 
 
-def resolve_cell(cfg) -> Cell:
-    """The composed config of one cell as a checked ``Cell``; ConfigError (one line) otherwise."""
+@dataclass(frozen=True)
+class CellName:
+    """What names a cell before any check: its identity read key by key (any key may be the bad
+    one), its model family and tuning trial, and the words the job's progress lines name it by."""
+    identity: dict          # experiment, model, data, pe, placement, seed, as the config gives them
+    family: str
+    trial: object
+    where: str              # placement=.. pe=.. seed=.. model=.. (trial=..)
+
+    def refused_record(self, job_dir: Path, error: str) -> Record:
+        """The record of a sweep cell refused before any work (a value it cannot take): failed,
+        with the refusal as its error, so the sweep goes on and its table shows the cell."""
+        return new_record(self.identity, job_dir, self.family, error)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The composed config read once: the cell's name and how its progress is shown, then exactly
+    one of the checked ``cell``, why the grid ``skipped`` it by design, or why it is ``refused``."""
+    name: CellName
+    max_epoch: int
+    max_time_min: float
+    progress: bool
+    cell: Cell = None
+    skipped: str = ""
+    refused: ConfigError = None
+
+    def checked(self) -> Cell:
+        """The cell, or its refusal raised (``ConfigError``). A cell skipped by design has none:
+        its job ends before asking (``posenc.harness.app``)."""
+        if self.refused is not None:
+            raise self.refused
+        if self.cell is None:
+            raise RuntimeError(f"no cell to run: skipped by design ({self.skipped})")
+        return self.cell
+
+
+def resolve_cell(cfg) -> Resolved:
+    """The composed config of one cell, read once (the only reader of ``cfg`` in a cell's run)."""
+    name = _name(cfg)
+    shown = {"max_epoch": int(cfg.budget.max_epoch), "max_time_min": float(cfg.budget.max_time_min),
+             "progress": bool(cfg.progress)}
+    try:
+        if cfg.skip_impossible:
+            check_values(cfg)  # a misspelt value is an error, not a cell to skip
+            reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
+            if reason:
+                return Resolved(name, **shown, skipped=reason)
+        return Resolved(name, **shown, cell=_cell(cfg, name))
+    except ConfigError as refused:
+        return Resolved(name, **shown, refused=refused)
+
+
+def _name(cfg) -> CellName:
+    def get(key):
+        return OmegaConf.select(cfg, key, default=None)
+    identity = {"experiment": get("experiment_name"), "model": get("model.name"), "data": get("data.name"),
+                "pe": get("pe"), "placement": get("placement"), "seed": get("seed")}
+    where = f"placement={cfg.placement} pe={cfg.pe} seed={cfg.seed} model={cfg.model.name}"
+    if get("trial") is not None:
+        where += f" trial={get('trial')}"
+    return CellName(identity, get("model.family"), get("trial"), where)
+
+
+def _cell(cfg, name: CellName) -> Cell:
+    """The checked ``Cell``; ConfigError (one line) otherwise."""
     spec = cell_spec(cfg)
+    kinds = user_kinds(cfg)  # loaded by cell_spec's checks; fairseq's children load it from the variable
     check_logger(cfg.logger)
     check_gpu_settings(cfg)
-    kinds = user_kinds(cfg)  # loaded by cell_spec's checks; fairseq's children load it from the variable
     environment = {**added_environment(cfg.runtime), **({KINDS_ENV: str(kinds.path)} if kinds else {})}
     limits = step_limits(cfg.budget)
     length = run_length(cfg)  # a run nothing ends is refused before any work
+    trial = cfg.get("trial")
+    if trial is not None and (isinstance(trial, bool) or not isinstance(trial, int) or trial < 0):
+        raise ConfigError(f"trial={trial!r} is not allowed; allowed: null (a cell scored on test) or a tuning "
+                          "trial's number >= 0 (hydra/sweeper=posenc_tune sets it)")
     budget, gen = cfg.budget, cfg.generation
     logger = OmegaConf.to_container(cfg.logger, resolve=True)
-    identity = {"experiment": cfg.experiment_name, "model": cfg.model.name, "data": cfg.data.name, "pe": cfg.pe,
-                "placement": cfg.placement, "encoder_pos": spec.encoder_pos, "decoder_pos": spec.decoder_pos,
+    identity = {**name.identity, "encoder_pos": spec.encoder_pos, "decoder_pos": spec.decoder_pos,
                 "seed": int(cfg.seed)}
+    resolved_config = None
+    if logger.get("name") != "none":  # what a logger records the cell ran with; Hydra's own node is no part of it
+        resolved_config = OmegaConf.to_container(cfg, resolve=True)
+        resolved_config.pop("hydra", None)
     return Cell(
         spec=spec, identity=identity, seed=int(cfg.seed), limits=limits, length=length, environment=environment,
         precision=cfg.precision, gpus=cfg.gpus,
@@ -103,32 +164,5 @@ def resolve_cell(cfg) -> Cell:
         save_interval_updates=int(budget.get("save_interval_updates", 0) or 0),
         generation=Generation(gen.beam, gen.batch_size, gen.max_len_a, gen.max_len_b, bool(gen.test_long)),
         data=cfg.data, cache_dir=Path(cfg.paths.cache_dir), keep_checkpoints=cfg.keep_checkpoints,
-        redo=bool(cfg.get("redo", False)), logger=logger, hashes=cell_hashes(cfg),
-        wandb_config=_wandb_config(cfg) if logger.get("name") != "none" else None, trial=_trial(cfg))
-
-
-def _trial(cfg):
-    value = cfg.get("trial")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"trial={value!r} is not allowed; allowed: null (a cell scored on test) or a tuning "
-                          "trial's number >= 0 (hydra/sweeper=posenc_tune sets it)")
-    return value
-
-
-def _wandb_config(cfg) -> dict:
-    config = OmegaConf.to_container(cfg, resolve=True)
-    config.pop("hydra", None)
-    return config
-
-
-def refused_record(cfg, job_dir: Path, error: str) -> Record:
-    """The record of a sweep cell refused before any work (a value it cannot take): failed, with
-    the refusal as its error, so the sweep goes on and its table shows the cell. Read key by key:
-    any of them may be the bad one."""
-    def get(key):
-        return OmegaConf.select(cfg, key, default=None)
-    identity = {"experiment": get("experiment_name"), "model": get("model.name"), "data": get("data.name"),
-                "pe": get("pe"), "placement": get("placement"), "seed": get("seed")}
-    return new_record(identity, job_dir, get("model.family"), error)
+        redo=bool(cfg.get("redo", False)), logger=logger, hashes=cell_hashes(cfg), resolved_config=resolved_config,
+        trial=trial, is_trial=trial is not None, threads=environment.get("OMP_NUM_THREADS"))

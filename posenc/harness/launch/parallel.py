@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-from omegaconf import OmegaConf
 
 from posenc.harness.errors import ConfigError
 
@@ -119,15 +118,15 @@ def gpu_slots(lock_dir: Path, gpus: list, needed: int, poll_s: float = 2.0, say=
 
 
 @contextlib.contextmanager
-def cell_resources(cfg, launcher, cells_in_sweep: int, sweep_dir: Path, say=None):
-    """The environment this cell's fairseq children get on top of the user's: a thread share when
-    cells run side by side, and their own GPUs when they do so on a machine with GPUs."""
+def cell_resources(cell, launcher, cells_in_sweep: int, sweep_dir: Path, say=None):
+    """The environment this cell's (a resolved Cell's) fairseq children get on top of the user's: a
+    thread share when cells run side by side, and their own GPUs when they do so on a machine with GPUs."""
     concurrent = concurrent_cells(launcher, cells_in_sweep)
-    # A thread count the user chose in the config (runtime.threads) is the runtime group's to pass on.
-    env = {} if OmegaConf.select(cfg, "runtime.threads", default=None) else threads_env(concurrent)
-    gpus = visible_gpus() if concurrent > 1 and str(launcher.get("_target_", "")) == JOBLIB and cfg.gpus > 0 else []
+    # A thread count the user chose in the config (runtime.threads) is the cell's environment to pass on.
+    env = {} if cell.threads else threads_env(concurrent)
+    gpus = visible_gpus() if concurrent > 1 and str(launcher.get("_target_", "")) == JOBLIB and cell.gpus > 0 else []
     if not gpus:
         yield env
         return
-    with gpu_slots(Path(sweep_dir) / ".gpu-slots", gpus, cfg.gpus, say=say) as mine:
+    with gpu_slots(Path(sweep_dir) / ".gpu-slots", gpus, cell.gpus, say=say) as mine:
         yield dict(env, CUDA_VISIBLE_DEVICES=",".join(mine))

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import threading
 
-from posenc.harness.run.fairseq_logs import save_began, save_ended
+from posenc.harness.fairseq_logs import save_began, save_ended
 from posenc.harness.run.signals import HANDLED
 from posenc.trainer_stop import IGNORED, SAVE_AND_STOP
 

@@ -4,7 +4,7 @@ import math
 import re
 import signal
 
-from posenc.harness.run.fairseq_logs import parse_record, record_updates, resumed_from
+from posenc.harness.fairseq_logs import parse_record, record_updates, resumed_from
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): ?(.*)$")
 _LOSS_KEYS = ("loss", "train_loss", "valid_loss", "nll_loss", "train_nll_loss", "valid_nll_loss")

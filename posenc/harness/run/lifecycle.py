@@ -9,22 +9,23 @@ resumes where it stopped (``posenc.harness.run.resume``), runs under a per-cell 
 import shutil
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.cells import layout
-from posenc.cells.record import TIME_CAP, Record, is_interrupted, is_pruned
+from posenc.cells.record import TIME_CAP, Record, is_interrupted, is_pruned, new_record
 from posenc.corpora import prepare_corpus
 from posenc.harness.cell.commands import commands_script, generate_command, train_command
 from posenc.harness.cell.environment import child_environment
 from posenc.harness.cell.precision import check_hardware
-from posenc.harness.launch.slurm_job import requeues, stop_cause
+from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
 from posenc.harness.run import resume
 from posenc.harness.run.failures import non_finite_loss
-from posenc.harness.run.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
 from posenc.harness.run.lock import cell_lock
 from posenc.harness.run.provenance import provenance
-from posenc.harness.run.signals import STOP, StopRequested
+from posenc.harness.run.signals import StopRequested
+from posenc.harness.run.slurm_job import requeues, stop_cause
 from posenc.harness.run.step import StepFailed, run_step
 from posenc.harness.tracking.progress import CellProgress
 from posenc.harness.tracking.wandb_run import log_finished_cell, start_cell_run
@@ -33,6 +34,15 @@ from posenc.report.outputs import score_output
 
 class IncompleteOutput(RuntimeError):
     """fairseq returned fewer (or other) sentences than the test set has."""
+
+
+@dataclass
+class Ran:
+    """What running a cell gave its job: the record as written (None: the cell never started in
+    this job), and what a signal that interrupted it meant (``slurm_job.stop_cause``), read once
+    where it was caught, so that the job's end (``posenc.harness.app.cell_job``) hands over on the same."""
+    record: Record = None
+    stop_cause: str = ""
 
 
 def finished_result(job_dir: Path, cell):
@@ -54,13 +64,14 @@ def finished_result(job_dir: Path, cell):
     return record
 
 
-def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, pruning=None) -> Record:
+def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, pruning=None) -> Ran:
     """Run (or find finished) one resolved cell (``posenc.harness.cell.resolve``). Anything that
     goes wrong in training or decoding is recorded as a failed cell, with a one-line error; a
     signal to the harness is recorded as an interrupted cell; a corpus or machine refusal raises.
     ``env``: what cells side by side get on top of the user's environment (a thread share, their
     GPUs; ``posenc.harness.launch.parallel``). ``pruning``: a tuning trial's
-    (``posenc.harness.run.pruning``), which may stop its training early: the record says pruned."""
+    (``posenc.harness.run.pruning``), which may stop its training early: the record says pruned.
+    Returns the record with what stopped it, if a signal did (``Ran``)."""
     # Everything the harness adds to fairseq's environment; commands.sh exports the same.
     env = {**cell.environment, **(env or {})}
     job_dir = Path(job_dir)
@@ -73,8 +84,7 @@ def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, prun
             if earlier:
                 progress.say(f"finished earlier: {outcome(earlier)}; kept")
                 log_finished_cell(cell, job_dir, earlier)  # logger=wandb: its run, once, from what the cell kept
-                return earlier
-        check_hardware(cell, child_environment(env))
+                return Ran(earlier)
         return _run(cell, job_dir, env, progress, pruning)
 
 
@@ -86,11 +96,13 @@ def outcome(record: Record) -> str:
     return f"trial {record.trial} {record.status}, validation loss {loss}"
 
 
-def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -> Record:
+def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -> Ran:
+    check_hardware(cell, child_environment(env))
     started = time.monotonic()
-    limits = cell.limits
     prepared = prepare_corpus(cell.data, cell.cache_dir, log=progress.say)
-    record = cell.new_record(job_dir)
+    # The record as the cell starts: running, its identity and hash, no scores yet.
+    record = new_record(cell.identity, job_dir, cell.spec.family)
+    record.config_hash, record.trial = cell.hashes.config, cell.trial
     record.corpus = prepared.record()
     versions = provenance()
     write_json_atomic(job_dir / layout.PROVENANCE_FILE, versions)
@@ -100,8 +112,8 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -
     record.write(job_dir)  # running: a cell killed outright is seen as such, never as a finished one
     if plan.message:
         progress.say(plan.message)
-    if limits.note and plan.action != "score":
-        progress.say(limits.note)
+    if cell.limits.note and plan.action != "score":
+        progress.say(cell.limits.note)
     train_argv = train_command(prepared.bin_dir, save_dir, cell)
     # A tuning trial is never scored: its objective is the validation loss, and no test data enters tuning.
     splits = [] if cell.is_trial else \
@@ -109,35 +121,25 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / layout.BEST, prepared.subsets[split],
                                               prepared.remove_bpe, cell) for split in splits}
     write_text_atomic(job_dir / layout.COMMANDS_FILE, commands_script(job_dir, env, train_argv, generate_argvs))
-    phase = "fairseq-train"
+    phase, cause = "fairseq-train", ""
     try:
         training = plan.training if plan.action == "score" else \
-            train(cell, job_dir, train_argv, env, limits.train_s, plan.action == "resume",
+            train(cell, job_dir, train_argv, env, cell.limits.train_s, plan.action == "resume",
                   progress, each_line(progress.on_train_line, wandb_run.on_train_line), pruning)
         record.update(training)
         for split, argv in generate_argvs.items():
             phase = f"fairseq-generate ({split})"
             generate_started = time.monotonic()
-            scores = generate_and_score(split, argv, prepared, job_dir, limits.other_s, env)
+            scores = generate_and_score(split, argv, prepared, job_dir, cell.limits.other_s, env)
             record.scores(split, {**scores, "generate_wall_s": round(time.monotonic() - generate_started, 1)})
         record.succeed()
         scored = f"BLEU {record.bleu:.2f} (tokenized {record.tok_bleu:.2f})" if not cell.is_trial else \
             f"{outcome(record)} (not scored on test)"
         progress.say(f"{scored} | valid ppl {record.valid_ppl:.2f}")
     except (StepFailed, IncompleteOutput) as err:
-        if pruning is not None and pruning.reason:  # the study stopped it: finished, with the checkpoint it stopped at
-            record.update({k: v for k, v in training_fields(_train_log(job_dir)).items() if k != "stopped_by"})
-            record.epochs = pruning.epoch  # (the save-and-stop logs the next epoch's first update as an epoch)
-            record.train_wall_s = (resume.read_state(job_dir) or {}).get("train_wall_s")
-            record.prune(pruning.reason)
-        else:
-            record.fail(str(err))
+        stopped_or_failed(record, err, pruning, job_dir)
     except StopRequested as stop:
-        STOP.cause = stop_cause(stop.signum)
-        record.interrupt(interrupted_reason(STOP.cause, phase, job_dir))
-        stuck = no_progress(job_dir) if phase == "fairseq-train" and requeues(STOP.cause) else ""
-        if stuck:  # a requeue would start where this run did: fail instead of looping until the requeues run out
-            record.fail(f"{STOP.cause.split(':')[0]}, but {stuck}; not requeued")
+        cause = interrupted(record, stop, phase, job_dir)
     except Exception as err:  # recorded, never lost: the traceback goes to error.log
         record.fail(f"{type(err).__name__}: {err}".splitlines()[0])
         write_text_atomic(job_dir / layout.ERROR_LOG, traceback.format_exc())
@@ -147,13 +149,39 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -
         record.cell_wall_s = round(time.monotonic() - started, 1)
         record.write(job_dir)
         wandb_run.finish(record)
+    say_outcome(progress, record)
+    return Ran(record, cause)
+
+
+def stopped_or_failed(record: Record, err: Exception, pruning, job_dir: Path) -> None:
+    """A step that failed: pruned, where the study stopped it (finished, with the checkpoint it
+    stopped at), else failed with the step's one-line error."""
+    if pruning is None or not pruning.reason:
+        record.fail(str(err))
+        return
+    record.update({k: v for k, v in training_fields(_train_log(job_dir)).items() if k != "stopped_by"})
+    record.epochs = pruning.epoch  # (the save-and-stop logs the next epoch's first update as an epoch)
+    record.train_wall_s = (resume.read_state(job_dir) or {}).get("train_wall_s")
+    record.prune(pruning.reason)
+
+
+def interrupted(record: Record, stop: StopRequested, phase: str, job_dir: Path) -> str:
+    """Record a signal that stopped the cell; returns what it meant (``slurm_job.stop_cause``)."""
+    cause = stop_cause(stop.signum)
+    record.interrupt(interrupted_reason(cause, phase, job_dir))
+    stuck = no_progress(job_dir) if phase == "fairseq-train" and requeues(cause) else ""
+    if stuck:  # a requeue would start where this run did: fail instead of looping until the requeues run out
+        record.fail(f"{cause.split(':')[0]}, but {stuck}; not requeued")
+    return cause
+
+
+def say_outcome(progress: CellProgress, record: Record) -> None:
     if is_interrupted(record):
         progress.say(f"INTERRUPTED: {record.error}")
     elif is_pruned(record):
         progress.say(f"PRUNED: {record.error}")
     elif not record.ok:
         progress.say(f"FAILED: {record.error}")
-    return record
 
 
 def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from posenc.harness.launch.slurm_job import job_id
+from posenc.harness.run.slurm_job import job_id
 
 LOCK_FILE = ".cell.lock"
 OWNER_FILE = ".cell.owner"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from posenc.cells.strategy import read_state
 from posenc.harness import study
-from posenc.harness.run.fairseq_logs import parse_record
+from posenc.harness.fairseq_logs import parse_record
 
 
 class TrialPruning:

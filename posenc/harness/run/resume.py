@@ -23,7 +23,7 @@ from pathlib import Path
 
 from posenc.atomic import copy_atomic, write_json_atomic
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, LAST, RESULT_FILE, STATE_FILE, TRAIN_LOG
-from posenc.harness.run.fairseq_logs import NEW_RUN, training_fields
+from posenc.harness.fairseq_logs import NEW_RUN, training_fields
 from posenc.trainer_stop import STOPPED_MARK
 
 _INTERVAL = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")

@@ -15,7 +15,7 @@ Inside a SLURM job started by submitit, SIGUSR2 is submitit's warning that the t
 (``signal_delay_s`` before it). submitit's own handler requeues the job at once and exits, which
 would kill fairseq mid-update; here the warning first stops the cell like any other signal (fairseq
 saves a checkpoint, the cell is recorded ``interrupted``), and only then is submitit's handler
-called (``posenc.harness.launch.slurm_job.hand_over``), which requeues the job.
+called (``posenc.harness.run.slurm_job.hand_over``), which requeues the job.
 """
 
 import os
@@ -50,7 +50,6 @@ class _Stop:
         self.child = None        # the running fairseq step's GracefulStop, if any
         self.interruptible = False  # inside a cell's work: a signal may raise there
         self.submitit_usr2 = None   # submitit's SIGUSR2 handler in a SLURM job (checkpoint and requeue)
-        self.cause = ""             # what the stop meant, once a cell recorded it (posenc.harness.launch.slurm_job)
 
     @property
     def requested(self) -> bool:

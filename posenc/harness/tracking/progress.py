@@ -3,7 +3,7 @@
 import sys
 import time
 
-from posenc.harness.run.fairseq_logs import parse_record
+from posenc.harness.fairseq_logs import parse_record
 
 
 class CellProgress:

@@ -24,32 +24,15 @@ from pathlib import Path
 
 from posenc.cells.layout import PROVENANCE_FILE, RESULT_FILE, TRAIN_LOG
 from posenc.cells.record import is_ok, is_pruned
+from posenc.harness.cell.logger import import_wandb
 from posenc.harness.errors import ConfigError
-from posenc.harness.run.fairseq_logs import parse_record, wandb_metrics
+from posenc.harness.fairseq_logs import parse_record, wandb_metrics
 
 SWEEP_ID_FILE = ".wandb-sweep-id"
 RUN_ID_FILE = ".wandb-run-id"  # in a cell directory: the W&B run that holds this cell's result
 # A config value reaches wandb.init only when W&B's own variable is not set (the variable wins).
 ENV_OVER_CONFIG = {"mode": "WANDB_MODE", "project": "WANDB_PROJECT", "entity": "WANDB_ENTITY", "dir": "WANDB_DIR"}
 GROUP_MAX = 128  # W&B's limit on a group name
-
-
-def import_wandb():
-    try:
-        import wandb
-    except ImportError:
-        raise ConfigError("logger=wandb needs the wandb package: "
-                          "make setup (or pip install 'wandb>=0.16,<1')") from None
-    return wandb
-
-
-def check_logger(logger) -> None:
-    """``logger.name`` is known and, for W&B, the package imports; raise ConfigError."""
-    if logger.name == "none":
-        return
-    if logger.name != "wandb":
-        raise ConfigError(f"logger={logger.name!r} is not allowed; allowed: none, wandb")
-    import_wandb()
 
 
 def sweep_token(home: Path) -> str:
@@ -175,9 +158,9 @@ def cell_summary(record) -> dict:
 
 
 def cell_config(cell, record, git_commit: str) -> dict:
-    """The resolved Hydra config of the cell (``Cell.wandb_config``), plus what it resolved to: the
+    """The resolved Hydra config of the cell (``Cell.resolved_config``), plus what it resolved to: the
     kinds used on each side, the corpus key and the code version."""
-    config = dict(cell.wandb_config or {})
+    config = dict(cell.resolved_config or {})
     config.update(encoder_pos=record.encoder_pos, decoder_pos=record.decoder_pos,
                   corpus_key=(record.corpus or {}).get("cache_key"), git_commit=git_commit)
     return config
@@ -201,7 +184,7 @@ def start_cell_run(cell, job_dir: Path, record, git_commit: str):
     wandb = import_wandb()
     ident, token, rid = cell_run_id(job_dir, record)
     run = start(wandb, cell.logger, id=rid, resume="allow", name=ident.name,
-                group=group_name(cell.experiment, ident.shown_dir, token), job_type="cell",
+                group=group_name(cell.identity["experiment"], ident.shown_dir, token), job_type="cell",
                 tags=cell_tags(cell), dir=str(ident.home))
     run.config.update(cell_config(cell, record, git_commit), allow_val_change=True)
     return CellRun(run, job_dir)
