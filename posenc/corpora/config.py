@@ -79,8 +79,8 @@ def to_plain_dict(data_cfg: Any) -> dict:
         ) from None
 
 
-def parse(data_cfg: Any) -> CorpusConfig:
-    raw = to_plain_dict(data_cfg)
+def _recipe(raw: dict) -> str:
+    """The recipe the data config names, once its keys are all the recipe's."""
     recipe = raw.get("recipe", raw.get("name"))
     if recipe not in RECIPE_NAMES:
         raise CorpusError(
@@ -93,6 +93,26 @@ def parse(data_cfg: Any) -> CorpusConfig:
             f"unknown key data.{unknown[0]} for recipe {recipe}; allowed keys: "
             f"{', '.join(sorted(allowed))}"
         )
+    return recipe
+
+
+def _custom_prefixes(raw: dict, src: str, tgt: str) -> dict:
+    """The custom recipe's file prefix of each split."""
+    prefixes = {}
+    for split in ("train", "valid", "test"):
+        value = raw.get(split)
+        if value in (None, "", "???"):
+            raise CorpusError(
+                f"data.{split} is not set: give the file prefix, e.g. data.{split}=/path/"
+                f"{split} for {split}.{src} and {split}.{tgt}"
+            )
+        prefixes[split] = str(value)
+    return prefixes
+
+
+def parse(data_cfg: Any) -> CorpusConfig:
+    raw = to_plain_dict(data_cfg)
+    recipe = _recipe(raw)
     for key in ("src", "tgt"):
         if raw.get(key) in (None, "???"):
             raise CorpusError(f"data.{key} is not set: give the language code, e.g. data.{key}=de")
@@ -120,14 +140,7 @@ def parse(data_cfg: Any) -> CorpusConfig:
         generator = _build(GeneratorConfig, raw.get("generator") or {}, "data.generator")
         generator.check()
     elif recipe == "custom":
-        for split in ("train", "valid", "test"):
-            value = raw.get(split)
-            if value in (None, "", "???"):
-                raise CorpusError(
-                    f"data.{split} is not set: give the file prefix, e.g. data.{split}=/path/"
-                    f"{split} for {split}.{src} and {split}.{tgt}"
-                )
-            prefixes[split] = str(value)
+        prefixes = _custom_prefixes(raw, src, tgt)
     length_split = parse_length_split(raw.get("length_split"), raw.get("test_long_size"),
                                       raw.get("length_split_by"))
     if length_split and generator and generator.test_long:

@@ -98,6 +98,61 @@ def _raw_source(cfg: CorpusConfig, cache_root: Path, log):
 
 
 # -- the build ------------------------------------------------------------------------------
+def _filter_train(cfg: CorpusConfig, tok: Pairs, raw: Pairs, log) -> dict:
+    """Keep the training pairs data.filter keeps, in both the tokenized and the raw text (in place);
+    the filter's counts."""
+    kept, stats = filtering.filter_pairs(*tok["train"], cfg.filter)
+    log(f"corpus {cfg.name}: {filtering.describe(stats)}")
+    if not kept:
+        raise CorpusError(
+            f"all {stats['input']} training pairs were removed by data.filter "
+            f"({filtering.describe(stats)}); loosen data.filter"
+        )
+    for pairs in (tok, raw):
+        pairs["train"] = tuple([side[i] for i in kept] for side in pairs["train"])
+    return stats
+
+
+def _segment(cfg: CorpusConfig, tok: Pairs, splits: list, out: Path, text_dir: Path) -> dict:
+    """Learn the subwords on the training text, write every split segmented; {split: pairs}."""
+    models = subwords.learn(
+        cfg.subwords, {cfg.src: tok["train"][0], cfg.tgt: tok["train"][1]}, out / "subwords",
+        workers=cfg.workers,
+    )
+    sizes = {}
+    for split in splits:
+        for lang, lines in zip((cfg.src, cfg.tgt), tok[split]):
+            segmented = subwords.apply(cfg.subwords, models.get(lang), lines, cfg.workers)
+            write_lines(text_dir / f"{split}.{lang}", segmented)
+        sizes[split] = len(tok[split][0])
+    return sizes
+
+
+def _manifest(cfg: CorpusConfig, key: str, tests: list, sizes: dict, stats: dict, split_stats) -> dict:
+    """What the built corpus's manifest says: where training and scoring find each split, and how it was made."""
+    src, tgt = cfg.src, cfg.tgt
+    return {
+        "name": cfg.name,
+        "cache_key": key,
+        "bin_dir": "bin",
+        "src": src,
+        "tgt": tgt,
+        "remove_bpe": subwords.POST_PROCESS[cfg.subwords.kind],
+        "subsets": {"train": "train", "valid": "valid", **binarize.subset_names(tests)},
+        "test_refs": {split: f"raw/{split}.{tgt}" for split in tests},
+        "test_sources": {split: f"raw/{split}.{src}" for split in tests},
+        "test_sizes": {split: sizes[split] for split in tests},
+        "lowercased": cfg.text.lowercase,
+        "filter_stats": stats,
+        "text_settings": cfg.text.as_dict(),
+        "subword_kind": cfg.subwords.kind,
+        "sizes": sizes,
+        "preprocessing": cfg.preprocessing(),
+        "recipe": cfg.recipe,
+        **({"length_split": split_stats} if split_stats else {}),
+    }
+
+
 def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
     src, tgt = cfg.src, cfg.tgt
 
@@ -109,15 +164,7 @@ def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
     }
 
     # 2. filter training pairs only, both sides together
-    kept, stats = filtering.filter_pairs(*tok["train"], cfg.filter)
-    log(f"corpus {cfg.name}: {filtering.describe(stats)}")
-    if not kept:
-        raise CorpusError(
-            f"all {stats['input']} training pairs were removed by data.filter "
-            f"({filtering.describe(stats)}); loosen data.filter"
-        )
-    for pairs in (tok, raw):
-        pairs["train"] = tuple([side[i] for i in kept] for side in pairs["train"])
+    stats = _filter_train(cfg, tok, raw, log)
 
     # 3. the length split: train and valid up to L source tokens, the longer pairs held out as test_long
     split_stats = None
@@ -138,17 +185,8 @@ def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
             write_lines(raw_dir / f"{split}.{lang}", lines)
 
     # 4. subwords, learnt on the filtered training text
-    models = subwords.learn(
-        cfg.subwords, {src: tok["train"][0], tgt: tok["train"][1]}, out / "subwords",
-        workers=cfg.workers,
-    )
     text_dir = out / "text"
-    sizes = {}
-    for split in splits:
-        for lang, lines in zip((src, tgt), tok[split]):
-            segmented = subwords.apply(cfg.subwords, models.get(lang), lines, cfg.workers)
-            write_lines(text_dir / f"{split}.{lang}", segmented)
-        sizes[split] = len(tok[split][0])
+    sizes = _segment(cfg, tok, splits, out, text_dir)
 
     # 5. binarize
     args = binarize.preprocess_command(
@@ -159,23 +197,4 @@ def _build(cfg: CorpusConfig, key: str, raw: Pairs, out: Path, log) -> None:
     for lang in (src, tgt):  # the binarized copy is what training reads
         (text_dir / f"train.{lang}").unlink()
 
-    write_manifest(out, {
-        "name": cfg.name,
-        "cache_key": key,
-        "bin_dir": "bin",
-        "src": src,
-        "tgt": tgt,
-        "remove_bpe": subwords.POST_PROCESS[cfg.subwords.kind],
-        "subsets": {"train": "train", "valid": "valid", **binarize.subset_names(tests)},
-        "test_refs": {split: f"raw/{split}.{tgt}" for split in tests},
-        "test_sources": {split: f"raw/{split}.{src}" for split in tests},
-        "test_sizes": {split: sizes[split] for split in tests},
-        "lowercased": cfg.text.lowercase,
-        "filter_stats": stats,
-        "text_settings": cfg.text.as_dict(),
-        "subword_kind": cfg.subwords.kind,
-        "sizes": sizes,
-        "preprocessing": cfg.preprocessing(),
-        "recipe": cfg.recipe,
-        **({"length_split": split_stats} if split_stats else {}),
-    })
+    write_manifest(out, _manifest(cfg, key, tests, sizes, stats, split_stats))

@@ -196,7 +196,10 @@ STOPS = ("", "plan", "max_seeds", "no plan")     # the ``stopped`` codes of ``ad
 def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_sentences: int = None,
              comparisons: int = 1000, seed: int = 0, interim: str = "booking", no_plan: str = "stop",
              chunk: int = 100):
-    """``comparisons`` sweeps of a row against its baseline run by the seeds strategy
+    """Long because it is the old rule's sweep loop written out as the sweeper ran it, one step per
+    stage, so that the calibration can be read against the sweeper line by line.
+
+    ``comparisons`` sweeps of a row against its baseline run by the seeds strategy
     (``posenc.stats.seeds.SeedsRule``): the pilot's seeds first, then after each batch the
     components of the seeds so far (``verdict.seed_parts``/``combine_parts``, ``split_variance``, as
     the report takes them from its ``SeedTest``) plan the comparison for ``plan_effect`` at
