@@ -109,7 +109,7 @@ def run(resolved: Resolved, job: Job, progress: CellProgress):
         cell = resolved.checked()  # every refusal, before any work
         # Cells side by side (joblib, submitit_local) share the cores; joblib cells get GPUs of their own.
         with cell_resources(cell, job.launcher, job.planned, job.home, say=progress.say) as child_env:
-            pruning = trial_pruning(job.home, job.job_dir) if job.multirun and cell.is_trial else None
+            pruning = trial_pruning(job.home, job.job_dir) if job.multirun and cell.trial is not None else None
             return run_cell(cell, job.job_dir, progress, child_env, pruning)
 
 

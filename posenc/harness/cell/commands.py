@@ -14,17 +14,6 @@ PLUGIN_DIR = Path(importlib.util.find_spec("posenc.fairseq_plugin").submodule_se
 # a checkpoint at once and stops (see posenc/fairseq_train.py).
 TRAINER = ("-m", "posenc.fairseq_train")
 
-# fairseq picks the device itself: a GPU where torch sees one, else the CPU. ``gpus`` is passed as
-# ``--distributed-world-size`` always, because fairseq's default is *every* visible GPU, which would
-# make a cell's effective batch size (and so its result) depend on the machine it ran on.
-#
-# With more than one GPU, fairseq would also infer its world size from the environment
-# (``fairseq.distributed.utils.infer_init_method``): inside a SLURM job with one task per node it takes
-# every GPU of the node, joblib cells sharing an allocation derive one port from ``SLURM_JOB_ID``, a
-# bare ``salloc`` shell crashes, and torchrun's variables set another world size. An explicit
-# ``--distributed-init-method tcp://localhost:<free port>`` skips all of that inference: the cell
-# trains on the GPUs it asked for, on a port of its own. (One GPU or the CPU never infers anything.)
-
 
 def train_program() -> list:
     """The program part of the training command: fairseq-train's ``main``, through ``posenc.fairseq_train``."""
@@ -35,6 +24,18 @@ def train_flags(cell) -> list:
     """Precision and device flags of fairseq-train (``cell``: a resolved Cell)."""
     precision = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}[cell.precision]
     return precision + device_flags(cell)
+
+
+# fairseq picks the device itself: a GPU where torch sees one, else the CPU. ``gpus`` is passed as
+# ``--distributed-world-size`` always, because fairseq's default is *every* visible GPU, which would
+# make a cell's effective batch size (and so its result) depend on the machine it ran on.
+#
+# With more than one GPU, fairseq would also infer its world size from the environment
+# (``fairseq.distributed.utils.infer_init_method``): inside a SLURM job with one task per node it takes
+# every GPU of the node, joblib cells sharing an allocation derive one port from ``SLURM_JOB_ID``, a
+# bare ``salloc`` shell crashes, and torchrun's variables set another world size. An explicit
+# ``--distributed-init-method tcp://localhost:<free port>`` skips all of that inference: the cell
+# trains on the GPUs it asked for, on a port of its own. (One GPU or the CPU never infers anything.)
 
 
 def free_port() -> int:

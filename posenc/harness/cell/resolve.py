@@ -66,8 +66,6 @@ class Cell:
     hashes: Hashes          # config and training hashes, today's and before the optim group
     resolved_config: dict = None
     trial: int = None       # a tuning trial's number: trained and validated, never scored on test
-    is_trial: bool = False  # trial is not None
-    threads: str = None     # runtime.threads as the children get it (OMP_NUM_THREADS); None: the launcher's share
 
 
 @dataclass(frozen=True)
@@ -128,10 +126,11 @@ def _name(cfg) -> CellName:
         return OmegaConf.select(cfg, key, default=None)
     identity = {"experiment": get("experiment_name"), "model": get("model.name"), "data": get("data.name"),
                 "pe": get("pe"), "placement": get("placement"), "seed": get("seed")}
-    where = f"placement={cfg.placement} pe={cfg.pe} seed={cfg.seed} model={cfg.model.name}"
-    if get("trial") is not None:
-        where += f" trial={get('trial')}"
-    return CellName(identity, get("model.family"), get("trial"), where)
+    trial = get("trial")
+    where = " ".join(f"{key}={identity[key]}" for key in ("placement", "pe", "seed", "model"))
+    if trial is not None:
+        where += f" trial={trial}"
+    return CellName(identity, get("model.family"), trial, where)
 
 
 def _cell(cfg, name: CellName) -> Cell:
@@ -165,4 +164,4 @@ def _cell(cfg, name: CellName) -> Cell:
         generation=Generation(gen.beam, gen.batch_size, gen.max_len_a, gen.max_len_b, bool(gen.test_long)),
         data=cfg.data, cache_dir=Path(cfg.paths.cache_dir), keep_checkpoints=cfg.keep_checkpoints,
         redo=bool(cfg.get("redo", False)), logger=logger, hashes=cell_hashes(cfg), resolved_config=resolved_config,
-        trial=trial, is_trial=trial is not None, threads=environment.get("OMP_NUM_THREADS"))
+        trial=trial)

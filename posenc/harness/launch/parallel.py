@@ -122,8 +122,8 @@ def cell_resources(cell, launcher, cells_in_sweep: int, sweep_dir: Path, say=Non
     """The environment this cell's (a resolved Cell's) fairseq children get on top of the user's: a
     thread share when cells run side by side, and their own GPUs when they do so on a machine with GPUs."""
     concurrent = concurrent_cells(launcher, cells_in_sweep)
-    # A thread count the user chose in the config (runtime.threads) is the cell's environment to pass on.
-    env = {} if cell.threads else threads_env(concurrent)
+    # A thread count the user chose in the config (runtime.threads) is already in the cell's environment.
+    env = {} if "OMP_NUM_THREADS" in cell.environment else threads_env(concurrent)
     gpus = visible_gpus() if concurrent > 1 and str(launcher.get("_target_", "")) == JOBLIB and cell.gpus > 0 else []
     if not gpus:
         yield env

@@ -50,7 +50,7 @@ def finished_result(job_dir: Path, cell):
     scored, or, for a tuning trial, ok (validated; a trial is never scored) or pruned. A record
     hashed before the optim group that proves the same configuration gets today's hash."""
     record = Record.read(job_dir)
-    if record and cell.is_trial:
+    if record and cell.trial is not None:
         if not (record.ok or is_pruned(record)):
             return None
     elif not (record and record.ok and (job_dir / (record.hypotheses or layout.HYPOTHESES_FILE)).exists()):
@@ -116,7 +116,7 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -
         progress.say(cell.limits.note)
     train_argv = train_command(prepared.bin_dir, save_dir, cell)
     # A tuning trial is never scored: its objective is the validation loss, and no test data enters tuning.
-    splits = [] if cell.is_trial else \
+    splits = [] if cell.trial is not None else \
         ["test"] + (["test_long"] if cell.generation.test_long and "test_long" in prepared.subsets else [])
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / layout.BEST, prepared.subsets[split],
                                               prepared.remove_bpe, cell) for split in splits}
@@ -133,7 +133,7 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -
             scores = generate_and_score(split, argv, prepared, job_dir, cell.limits.other_s, env)
             record.scores(split, {**scores, "generate_wall_s": round(time.monotonic() - generate_started, 1)})
         record.succeed()
-        scored = f"BLEU {record.bleu:.2f} (tokenized {record.tok_bleu:.2f})" if not cell.is_trial else \
+        scored = f"BLEU {record.bleu:.2f} (tokenized {record.tok_bleu:.2f})" if cell.trial is None else \
             f"{outcome(record)} (not scored on test)"
         progress.say(f"{scored} | valid ppl {record.valid_ppl:.2f}")
     except (StepFailed, IncompleteOutput) as err:

@@ -94,9 +94,9 @@ def _outcomes(sweep, cells: dict, skipped: set) -> dict:
         label, record = _label(values, varying), records.get(name)
         if record is None:
             outcomes[MISSING].append(f"{label} (result.json unreadable)" if name in unreadable else label)
-        elif status_of(record) in (OK, INTERRUPTED, RUNNING):
-            outcomes[status_of(record)].append(label)
-            if status_of(record) == OK and time_capped(record):
+        elif (status := status_of(record)) in (OK, INTERRUPTED, RUNNING):
+            outcomes[status].append(label)
+            if status == OK and time_capped(record):
                 outcomes[TIME_CAPPED].append(label)
         else:
             outcomes[FAILED].append(f"{label} ({_short(error_of(record))})")
