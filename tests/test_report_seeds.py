@@ -175,7 +175,7 @@ def test_the_tables_note_says_which_procedure_ran():
 
     now = note({**settings, "alpha": 0.05, "spending": "hsd", "gamma": -3.0, "futility": 0.1, "futility_from": 5})
     assert "a group sequential design: max_seeds N = 10" in now and "hsd spending, γ = -3.0" in now
-    assert "never compared with 0.05" in now and OVERSTATES in now and "min_seeds" not in now
+    assert "never the fixed-sample p" in now and OVERSTATES in now and "min_seeds" not in now
     floor = note({**settings, "min_seeds": 7})
     assert "the rule before the group sequential design" in floor
     assert "at least min_seeds = 7" in floor and "Calibrated by simulation" in floor and "confirm" not in floor
@@ -233,10 +233,13 @@ def test_an_adaptive_rows_table_shows_its_stop_its_repeated_ci_and_never_its_p_a
     assert source["delta_ci_low"] is None
     _, body = strategy_table(SimpleNamespace(sweep=SimpleNamespace(strategy=state)))
     assert body[0][:4] == ["placement=both (baseline)", "5", "-", "runs while any of its rows runs"]
-    assert body[1] == ["placement=none", "3", "3", "efficacy at 3 seeds", "worse", "-25.00",
-                       f"[{ci[0]:+.2f}, {ci[1]:+.2f}]", "0.025"]
+    # At the pilot's look the stage-wise p is the look's own p and Δ is its own median-unbiased estimate;
+    # the CI is labelled at the row's level (α/2 = 0.025: 97.5%), not 95%.
+    assert body[1] == ["placement=none", "3", "3", "efficacy at 3 seeds", "worse", "-25.00", "-25.00",
+                       f"[{ci[0]:+.2f}, {ci[1]:+.2f}] (97.5%)", "0.025", "0.0009"]
+    assert none["p_seeds"] == pytest.approx(0.0009) and source["p_seeds"] is None
     assert body[2][3:7] == [f"going on; {CAPPED}", "-", "-", "-"]   # said while the row runs, not after efficacy
     summary = strategy_summary(state)
-    assert summary == (f"; seeds strategy: placement=none 3 seeds (efficacy at 3 seeds: worse, Δ -25.00, repeated 95% "
-                       f"CI [{ci[0]:+.2f}, {ci[1]:+.2f}] at α 0.025); placement=source 3 seeds (going on after the "
-                       f"look at 3 seeds (p 0.7500 against a(3) {threshold:.4f}); {CAPPED})")
+    assert summary == (f"; seeds strategy: placement=none 3 seeds (efficacy at 3 seeds: worse, Δ -25.00, "
+                       f"repeated 97.5% CI [{ci[0]:+.2f}, {ci[1]:+.2f}] at α 0.025); placement=source 3 seeds "
+                       f"(going on after the look at 3 seeds (p 0.7500 against a(3) {threshold:.4f}); {CAPPED})")

@@ -251,3 +251,148 @@ def test_by_default_a_row_still_open_gets_one_seed_per_look():
     finish(plan, {label: (1, 2, 3) for label in rows(plan)})
     batch = step(plan, {"placement=none": seed_test(0.3, 3), "placement=source": seed_test(0.3, 3)})
     assert batch == [("placement=both", 4), ("placement=none", 4), ("placement=source", 4)]
+
+
+FAMILY_ENDS = ("the rows, the baseline and the planned effect were fixed when this sweep's pilot started (Holm's "
+               "α/m and every look rest on them); allowed: the same command, or a new hydra.sweep.dir")
+
+
+@pytest.mark.parametrize("jobs,given,change", [
+    (JOBS[:2], {}, "row placement=none dropped"),
+    (JOBS + [["placement=target"]], {}, "row placement=target added"),
+    (JOBS, {"baseline": "placement=source"}, "hydra.sweeper.baseline=placement=source differs from placement=both"),
+    (JOBS, {"effect": 2.0}, "hydra.sweeper.effect=2 differs from 1"),
+])
+def test_a_rerun_that_changes_the_family_is_refused_in_one_line_and_the_state_is_untouched(tmp_path, jobs, given,
+                                                                                           change):
+    plan = planner()
+    step(plan, {})
+    finish(plan, {label: (1, 2, 3) for label in rows(plan)})
+    step(plan, {"placement=none": seed_test(-25.0, 3), "placement=source": seed_test(0.3, 3)})
+    write_state(tmp_path, plan.state())
+    written = (tmp_path / SeedsState.FILE).read_bytes()
+    with pytest.raises(StrategyError) as err:
+        planner(jobs=jobs, before=read_state(tmp_path), **given)
+    assert str(err.value) == f"{change}: {FAMILY_ENDS}"
+    assert (tmp_path / SeedsState.FILE).read_bytes() == written
+    # The same family resumes, its rows' looks and decisions as they were.
+    again = planner(before=read_state(tmp_path))
+    assert [r.state for r in again.rows] == [r.state for r in plan.rows]
+
+
+def test_a_row_whose_overrides_changed_under_the_same_label_is_refused():
+    plan = planner()
+    step(plan, {})
+    before = plan.state()
+    before.rows[2].overrides = ["placement=none", "model=fconv_iwslt_de_en"]
+    with pytest.raises(StrategyError, match=r"^row placement=none's overrides changed from placement=none "
+                                            r"model=fconv_iwslt_de_en to placement=none: "):
+        planner(before=before)
+
+
+def test_an_efficacy_stop_by_a_retest_at_an_earlier_look_keeps_that_look_for_its_delta_ci_and_seeds():
+    """source's look at 4 crosses a(4) at α only, its look at 5 crosses nothing; once none rejects at
+    5, source is retested at α and stops at 4: the state, its frozen decision and the table's words
+    all come from the look at 4."""
+    from posenc.report.sequential import row_stop
+
+    design = sequential.Design()
+    whole, split = design.thresholds(design.alpha), design.thresholds(design.alpha / 2)
+    at4 = next(seed_test(d / 100, 4) for d in range(50, 3000) if split[4] < seed_test(d / 100, 4).p <= whole[4])
+    at5 = seed_test(0.2, 5)
+    plan = planner()
+    step(plan, {})
+    for n, tests in ((3, {"placement=none": seed_test(0.1, 3), "placement=source": seed_test(0.2, 3)}),
+                     (4, {"placement=none": seed_test(0.1, 4), "placement=source": at4}),
+                     (5, {"placement=none": seed_test(-25.0, 5), "placement=source": at5})):
+        finish(plan, {label: range(1, n + 1) for label in rows(plan)})
+        step(plan, tests)
+    source = rows(plan)["placement=source"].state
+    assert (source.stopped, source.why, source.verdict, source.stop_n) == (sequential.EFFICACY, "efficacy at 4 seeds",
+                                                                           "better", 4)
+    assert [x["n"] for x in source.looks] == [3, 4, 5]
+    judged = source.stop_look()
+    assert judged["delta"] == at4.delta and judged["threshold"] == pytest.approx(whole[4])
+    half = scipy_stats.t.ppf(1 - whole[4] / 2, at4.df) * at4.se
+    assert source.ci == pytest.approx([at4.delta - half, at4.delta + half])
+    text = row_stop(source)
+    assert text.startswith(f"efficacy at 4 seeds: better, Δ {at4.delta:+.2f}, repeated 95.0% CI") \
+        and f"{at5.delta:+.2f}" not in text
+    from posenc.harness.sweep.planner import decision_of
+    assert decision_of(source).look.n == 4
+
+
+def test_a_row_stopped_untestable_is_frozen_as_a_non_rejection_and_passes_no_alpha_on():
+    """A row stopped untestable keeps its share, whatever its stored looks say: the other row is
+    still tested at α/2, never at the α a rejection would pass on."""
+    from posenc.harness.sweep.planner import decision_of
+
+    design = sequential.Design()
+    whole, split = design.thresholds(design.alpha), design.thresholds(design.alpha / 2)
+    at4 = next(seed_test(d / 100, 4) for d in range(50, 3000) if split[4] < seed_test(d / 100, 4).p <= whole[4])
+    plan = planner()
+    step(plan, {})
+    finish(plan, {label: (1, 2, 3) for label in rows(plan)})
+    step(plan, {"placement=none": seed_test(0.0, 3), "placement=source": seed_test(0.1, 3)})
+    none, source = rows(plan)["placement=none"].state, rows(plan)["placement=source"].state
+    none.looks[-1] = {**none.looks[-1], "p": 1e-9}   # a stored look that would cross at α/2 if it were retested
+    finish(plan, {label: (1, 2, 3, 4) for label in rows(plan)})
+    step(plan, {"placement=none": "its cells have no outputs", "placement=source": at4})
+    assert (none.stopped, none.why) == ("untestable", "its cells have no outputs")
+    assert decision_of(none).verdict == "no evidence" and decision_of(none).stopped == "untestable"
+    assert source.stopped == "" and source.looks[-1]["level"] == pytest.approx(design.alpha / 2)
+
+
+def test_the_unreachable_warning_is_at_the_rows_level():
+    """Power at α/2 (two rows) below 80% while at α above it: the warning names α/2."""
+    from posenc.harness.sweep.planner import unreachable
+
+    design = sequential.Design()
+    test = next(seed_test(0.5, 3, sd=s / 100, shared=0.01) for s in range(5, 200)
+                if sequential.sequential_power(design, 1.0, (s / 100) ** 2, 0.01, SENTENCES, design.alpha) >= 0.8
+                > sequential.sequential_power(design, 1.0, (s / 100) ** 2, 0.01, SENTENCES, design.alpha / 2))
+    assert unreachable(test, design, 1.0, design.alpha) == ""
+    assert unreachable(test, design, 1.0, design.alpha / 2).endswith(
+        f"at α 0.025 with max_seeds = {design.max_seeds} on this test set, as the pilot estimates its variance")
+    plan = planner()
+    step(plan, {})
+    finish(plan, {label: (1, 2, 3) for label in rows(plan)})
+    step(plan, {"placement=none": test, "placement=source": seed_test(0.0, 3)})
+    assert "at α 0.025" in rows(plan)["placement=none"].state.unreachable
+
+
+def test_a_row_whose_outputs_equal_its_baselines_stops_for_futility():
+    """Δ = 0 with se = 0: nothing left to learn, conditional power 0 (not NaN), so futility stops it."""
+    plan = planner(jobs=[["placement=both"], ["placement=none"]])
+    step(plan, {})
+    same = SeedTest(0.0, 0.0, 1.0, 0.0, 0.0, 3, 0.0, 0.0, 0.0, SENTENCES, 2.0)
+    for n in range(3, 6):
+        finish(plan, {"placement=both": range(1, n + 1), "placement=none": range(1, n + 1)})
+        step(plan, {"placement=none": same if n == 3 else SeedTest(0.0, 0.0, 1.0, 0.0, 0.0, n, 0.0, 0.0, 0.0,
+                                                                    SENTENCES, n - 1.0)})
+    none = rows(plan)["placement=none"].state
+    assert (none.stopped, none.verdict) == (sequential.FUTILITY, "no evidence")
+    assert none.looks[-1]["cond_power"] == 0.0 and none.stop_n == 5
+
+
+def test_a_look_takes_the_first_max_seeds_paired_seeds_of_a_real_sweep(tmp_path):
+    """A rerun that retried a failed seed after its substitute finished can leave 11 paired seeds
+    where max_seeds is 10: the look is taken on seeds 1-10 (the verdict's test, read from the sweep)."""
+    from posenc.cells.sweep import read_sweep
+    from report_fixtures import degrade, sweep_of, synthetic_test_sets, write_testset
+
+    splits = synthetic_test_sets(test=40, test_long=0)
+    corpus = write_testset(tmp_path / "cache", splits)
+    refs = splits["test"][1]
+    outputs = {"both": {s: degrade(refs, 0.1, s) for s in range(1, 12)},
+               "none": {s: degrade(refs, 0.3 if s < 11 else 0.9, s + 50) for s in range(1, 12)}}
+    sweep = sweep_of(tmp_path, "sweep", corpus, splits, outputs)
+    plan = planner(jobs=[["placement=both"], ["placement=none"]])
+    assert plan.next_batch(read_sweep(sweep)) == []
+    none = rows(plan)["placement=none"].state
+    assert [x["n"] for x in none.looks] == [10] and none.stopped in (sequential.EFFICACY, sequential.MAX)
+    # The same look, taken by the report on seeds 1-10 alone.
+    ten = sweep_of(tmp_path, "ten", corpus, splits, {p: {s: o[s] for s in range(1, 11)} for p, o in outputs.items()})
+    alone = planner(jobs=[["placement=both"], ["placement=none"]])
+    alone.next_batch(read_sweep(ten))
+    assert rows(alone)["placement=none"].state.looks == none.looks

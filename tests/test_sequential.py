@@ -284,3 +284,64 @@ def test_a_family_whose_rows_have_all_rejected_keeps_its_decisions():
     first = decide(design, 4.0, {"a": [look], "b": [look]})
     assert {d.stopped for d in first.values()} == {EFFICACY}
     assert decide(design, 4.0, {"a": [look], "b": [look]}, first) == first
+
+
+def test_the_stagewise_p_is_uniform_under_the_null_and_at_most_alpha_exactly_when_a_row_crosses():
+    """An outside simulation of the design under the null (seeds' t, a look at every n): the stage-wise
+    ordering p of where each path stopped is uniform, and <= α exactly for the paths that crossed."""
+    from scipy import special
+
+    from posenc.stats.sequential import stagewise_p
+
+    design = Design(max_seeds=6)
+    alpha = design.alpha / 3
+    table = design.thresholds(alpha)
+    rng = np.random.default_rng(7)
+    d = rng.standard_normal((20_000, design.max_seeds))
+    ps, crossed = [], []
+    for path in d:
+        for n in range(design.pilot_seeds, design.max_seeds + 1):
+            x = path[:n]
+            p = float(2 * special.stdtr(n - 1, -abs(x.mean()) / (x.std(ddof=1) / math.sqrt(n))))
+            if p <= table[n] or n == design.max_seeds:
+                ps.append(stagewise_p(design, n, p, alpha))
+                crossed.append(p <= table[n])
+                break
+    ps, crossed = np.array(ps), np.array(crossed)
+    assert np.array_equal(ps <= alpha + 1e-6, crossed)
+    for q in (alpha, 0.05, 0.2, 0.5, 0.8):
+        assert abs((ps <= q).mean() - q) < 4 * math.sqrt(q * (1 - q) / len(ps)) + 0.001
+
+
+def test_the_median_unbiased_delta_is_median_unbiased_where_the_raw_delta_at_an_efficacy_stop_is_not():
+    """Normal theory with known components, the design's own boundaries: over many stops, the
+    estimate lies above the truth half the time; Δ at the stop overstates it."""
+    from scipy import special
+
+    from posenc.stats.sequential import median_unbiased
+    from posenc.stats.verdict import degrees_of_freedom
+
+    design, spread, shared, sentences, theta = Design(max_seeds=6), 0.5, 0.02, 1000, 1.2
+    alpha = design.alpha
+    table = design.thresholds(alpha)
+    rng = np.random.default_rng(11)
+    above, early = 0, []
+    runs = 240
+    for _ in range(runs):
+        deltas = theta + rng.standard_normal() * math.sqrt(shared) \
+            + np.cumsum(rng.standard_normal(design.max_seeds) * math.sqrt(spread)) / np.arange(1, 7)
+        for n in range(design.pilot_seeds, design.max_seeds + 1):
+            se = math.sqrt(spread / n + shared)
+            df = float(degrees_of_freedom(spread / n, shared, n, sentences))
+            bound = float(special.stdtrit(df, 1 - table[n] / 2)) * se
+            if abs(deltas[n - 1]) > bound or n == design.max_seeds:
+                look = Look(n, float(deltas[n - 1]), se, df, 0.0, spread, shared, sentences)
+                estimate = median_unbiased(design, look, alpha, paths=4000)
+                above += estimate >= theta
+                if n < design.max_seeds:
+                    early.append((float(deltas[n - 1]), estimate))
+                break
+    assert len(early) > runs / 5                              # the design did stop early often
+    assert abs(above / runs - 0.5) < 3 * math.sqrt(0.25 / runs)
+    raw, adjusted = np.array(early).T
+    assert raw.mean() - theta > 0.2 and abs(adjusted.mean() - theta) < raw.mean() - theta   # early stops overstate

@@ -44,7 +44,8 @@ class SeedsRow:
     why: str = ""                 # the stop in the table's words (``efficacy at 3 seeds``)
     verdict: str = ""             # frozen at the stop: better, worse, no evidence
     looks: list = field(default_factory=list)       # each look's fields (sequential.Look as a dict)
-    ci: list = None               # the repeated 95% CI of Δ at the stopping look
+    ci: list = None               # the repeated CI of Δ at the stopping look, at the row's level
+    stop_n: int = None            # the stopping look's seeds (an efficacy stop by a retest: an earlier look)
     level: float = None           # the α its family gave it at the stopping look
     unreachable: str = ""         # why the design cannot reach 80% power at the planned effect ("" if it can)
     planned: object = None        # the seeds its last plan booked: only a sweep of the old rule has one
@@ -53,6 +54,13 @@ class SeedsRow:
     def of(cls, data: dict) -> "SeedsRow":
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+    def stop_look(self):
+        """The look a stopped row stopped at (its Δ, CI and seeds are the table's), else its latest;
+        None without looks. A state written before stop_n was kept stopped at its latest look."""
+        if self.stop_n is not None:
+            return next(x for x in self.looks if x["n"] == self.stop_n)
+        return self.looks[-1] if self.looks else None
 
 
 @dataclass

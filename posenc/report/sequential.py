@@ -1,24 +1,47 @@
 """A seeds strategy's part of a table (``hydra/sweeper=posenc_seeds``): for each adaptive row, the
-look it stopped at and why, its frozen verdict and the repeated 95% CI at that look (Δ ± the
-boundary's t·se), never the fixed-seed CI, and never its p against 0.05.
+look it stopped at and why, its frozen verdict, the Δ of that look with its median-unbiased
+estimate, the repeated CI at that look at the row's own level (Δ ± the boundary's t·se) and its
+stage-wise ordering p; never the fixed-seed CI, and never the fixed-sample p.
 
 Read from the strategy's state (``posenc.cells.strategy.SeedsState``, in ``Sweep.strategy``); a
 state from the rule before the group sequential design (min_seeds) is shown as that rule ran it.
 """
 
-from posenc.stats.sequential import EFFICACY
+from posenc.stats.sequential import EFFICACY, MAX, design_of, median_unbiased, stagewise_p
 
-OVERSTATES = ("Δ at an efficacy stop overstates |Δ| on average (a row stops early when its Δ happens to be large); "
-              "the repeated CI covers the true Δ with 95% at whichever look the row stopped.")
+OVERSTATES = ("Δ at an efficacy stop overstates |Δ| on average (a row stops early when its Δ happens to be large): "
+              "the median-unbiased Δ beside it corrects for that. The repeated CI is at the row's own level α_row "
+              "(100(1 - α_row)%, e.g. 98.3% at α/3): it covers that row's true Δ at whichever look it stopped, "
+              "not every row of the family at once.")
 
 
 def ci_text(ci) -> str:
     return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "-"
 
 
-def row_stop(row) -> str:
-    """One adaptive row in words: ``efficacy at 3 seeds: worse, Δ -25.10, repeated 95% CI [-31.02,
-    -19.18] at α 0.0167``; ``going on`` while it runs; the old rule's stop as it said it."""
+def ci_label(level) -> str:
+    """What a stopped row's interval is: a repeated CI at the row's own level (not 95%, not the family's)."""
+    return "repeated CI" if level is None else f"repeated {100 * (1 - level):.1f}% CI"
+
+
+def inference(state, settings: dict) -> dict:
+    """After a sequential stop: the stage-wise ordering p at the row's level (efficacy and
+    max_seeds stops; a futility stop, non-binding, has none) and the median-unbiased Δ of an
+    efficacy stop (``posenc.stats.sequential``); {} for a row still going on."""
+    look = state.stop_look() if state.stopped in (EFFICACY, MAX) else None
+    if look is None or state.level is None:
+        return {}
+    design = design_of(settings)
+    out = {"p_stagewise": stagewise_p(design, look["n"], look["p"], state.level)}
+    if state.stopped == EFFICACY:
+        out["delta_median_unbiased"] = median_unbiased(design, look, state.level)
+    return out
+
+
+def row_stop(row, settings: dict = None) -> str:
+    """One adaptive row in words: ``efficacy at 3 seeds: worse, Δ -25.10 (median-unbiased -24.90),
+    repeated 98.3% CI [-31.02, -19.18] at α 0.0167``; ``going on`` while it runs; the old rule's
+    stop as it said it."""
     if row is None:
         return "going on"
     if not row.looks:  # a sweep of the old rule takes no looks; or none yet
@@ -28,8 +51,11 @@ def row_stop(row) -> str:
         text = f"going on after the look at {last['n']} seeds (p {last['p']:.4f} against a({last['n']}) " \
                f"{last['threshold']:.4f})" if last.get("threshold") is not None else "going on"
     else:
-        look = row.looks[-1]
-        text = f"{row.why}: {row.verdict}, Δ {look['delta']:+.2f}, repeated 95% CI {ci_text(row.ci)}"
+        look = row.stop_look()
+        unbiased = inference(row, settings).get("delta_median_unbiased") if settings else None
+        text = f"{row.why}: {row.verdict}, Δ {look['delta']:+.2f}" + \
+            (f" (median-unbiased {unbiased:+.2f})" if unbiased is not None else "") + \
+            f", {ci_label(row.level)} {ci_text(row.ci)}"
         if row.level is not None:
             text += f" at α {row.level:.4g}"
     return text + warning(row)
@@ -49,19 +75,27 @@ def strategy_table(report):
         body = [[r.row + (" (baseline)" if r.baseline else ""), str(len(r.seeds)),
                  "-" if r.planned is None else str(r.planned), r.why or r.stopped or "going on"] for r in state.rows]
         return headers, body
-    headers = ["row", "seeds run", "looks", "stopped", "verdict", "Δ at the stop", "repeated 95% CI", "α of its row"]
+    headers = ["row", "seeds run", "looks", "stopped", "verdict", "Δ at the stop", "median-unbiased Δ",
+               "repeated CI at its row's level", "α of its row", "stage-wise p"]
     body = []
     for r in state.rows:
         if r.baseline:
             body.append([f"{r.row} (baseline)", str(len(r.seeds)), "-", r.why or "runs while any of its rows runs",
-                         "-", "-", "-", "-"])
+                         "-", "-", "-", "-", "-", "-"])
             continue
-        look = r.looks[-1] if r.looks else None
+        look = r.stop_look() if r.stopped else None
+        after = inference(r, state.seeds_settings())
         stopped = (r.why or "going on") + warning(r)
         body.append([r.row, str(len(r.seeds)), " ".join(str(x["n"]) for x in r.looks) or "-", stopped,
-                     r.verdict or "-", "-" if look is None or not r.stopped else f"{look['delta']:+.2f}",
-                     ci_text(r.ci) if r.stopped else "-", "-" if r.level is None else f"{r.level:.4g}"])
+                     r.verdict or "-", "-" if look is None else f"{look['delta']:+.2f}",
+                     number(after.get("delta_median_unbiased"), "+.2f"),
+                     f"{ci_text(r.ci)} ({ci_label(r.level).split()[1]})" if r.stopped and r.ci else "-",
+                     "-" if r.level is None else f"{r.level:.4g}", number(after.get("p_stagewise"), ".4f")])
     return headers, body
+
+
+def number(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
 
 
 def strategy_notes(report) -> list:
@@ -78,8 +112,10 @@ def strategy_notes(report) -> list:
             f"efficacy when its p <= a(n) at its α, for futility (from {s.get('futility_from')} seeds) when its "
             f"conditional power at |Δ| = {s.get('effect')} BLEU ({size}), projected to N, falls below "
             f"{s.get('futility')}, or at N; its verdict is then frozen. A baseline row runs while any of its rows "
-            "runs. For these rows the verdict, * and Δ 95% CI above are the stop's (the repeated CI), and their "
-            "p seeds is never compared with 0.05. " + OVERSTATES]
+            "runs. For these rows the verdict, *, Δ and Δ CI above are the stopping look's (the CI is the repeated CI "
+            "at the row's level), p seeds (Holm) is empty, and the CSV's p_seeds is the stage-wise ordering p at the "
+            "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; it is at most the row's α exactly "
+            "when the row rejected), never the fixed-sample p of seeds chosen by looks. " + OVERSTATES]
 
 
 def old_rule_note(s: dict, size: str) -> str:
@@ -120,6 +156,13 @@ def apply_decisions(rows, sweep, primary: str = "bleu") -> None:
         v["verdict_bleu"] = state.verdict if state.stopped else "n/a: between looks (no verdict before its stop)"
         if primary == "bleu":
             v["verdict"] = v["verdict_bleu"]
+        settings = sweep.strategy.seeds_settings()
+        after = inference(state, settings)
+        look = state.stop_look() if state.stopped else None
+        if look is not None:  # the stopping look's Δ, as its CI and its verdict are
+            v["delta_bleu"] = look["delta"]
+        v["p_seeds"] = after.get("p_stagewise")   # never the fixed-sample p: this row's seeds were chosen by looks
         v["p_seeds_holm"] = None
+        v["delta_median_unbiased"] = after.get("delta_median_unbiased")
         v["delta_ci_low"], v["delta_ci_high"] = state.ci if state.stopped and state.ci else (None, None)
-        v["sequential"] = row_stop(state)
+        v["sequential"] = row_stop(state, settings)

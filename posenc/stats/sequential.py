@@ -125,6 +125,11 @@ class Design:
         return dict(zip(range(self.pilot_seeds, self.max_seeds + 1), table))
 
 
+def design_of(settings: dict) -> Design:
+    """The Design a sweep's settings (as its state keeps them) ran; other keys are ignored."""
+    return Design(**{f.name: settings[f.name] for f in fields(Design) if f.name in settings})
+
+
 def spending(kind: str, time, alpha: float, gamma: float = Design.gamma) -> np.ndarray:
     """The two-sided α spent by information time ``time`` (0..1), α/2 on each side: Hwang-Shih-DeCani
     (γ; γ = 0 is linear), or Lan-DeMets' O'Brien-Fleming-like 2 - 2Φ(z_{1-α/4}/√t) per side (as
@@ -148,20 +153,15 @@ def _thresholds(kind: str, gamma: float, pilot: int, most: int, alpha: float) ->
     return _crossings(looks, tuple(spending(kind, np.array(looks) / most, alpha, gamma).tolist()))
 
 
-def _crossings(looks: tuple, spent: tuple, paths: int = PATHS, seed: int = PATHS_SEED) -> tuple:
-    """Nominal two-sided p thresholds of the t-test at cumulative seed counts ``looks`` whose
-    first crossings under the null spend ``spent`` (cumulative). The first is the plain t's; the
-    rest by simulating ``paths`` sequences of normal differences (σ = 1: the t's law is free of σ),
-    block by block: a block of m seeds adds a normal sum B (variance m) and a chi-square(m - 1) sum
-    of squares about its mean, and the pooled sum of squares grows by n·m/(n+m)·(B/m - S/n)²."""
-    from scipy import special
-
+def _paths(looks: tuple, paths: int = PATHS, seed: int = PATHS_SEED):
+    """Yields |t| of ``paths`` null sequences at each of the cumulative seed counts ``looks`` (σ = 1:
+    the t's law is free of σ), block by block: a block of m seeds adds a normal sum B (variance m)
+    and a chi-square(m - 1) sum of squares about its mean, and the pooled sum of squares grows by
+    n·m/(n+m)·(B/m - S/n)²."""
     rng = np.random.default_rng(seed)
     n = looks[0]
     total = rng.standard_normal(paths) * math.sqrt(n)
     squares = rng.chisquare(n - 1, paths)
-    alive = np.ones(paths, dtype=bool)
-    out, before = [], 0.0
     for k, look in enumerate(looks):
         if k:
             m = look - n
@@ -169,7 +169,18 @@ def _crossings(looks: tuple, spent: tuple, paths: int = PATHS, seed: int = PATHS
             squares += (rng.chisquare(m - 1, paths) if m > 1 else 0.0) + n * m / (n + m) * (block / m - total / n) ** 2
             total += block
             n = look
-        t = np.abs(total) / math.sqrt(n) / np.sqrt(squares / (n - 1))
+        yield np.abs(total) / math.sqrt(n) / np.sqrt(squares / (n - 1))
+
+
+def _crossings(looks: tuple, spent: tuple, paths: int = PATHS, seed: int = PATHS_SEED) -> tuple:
+    """Nominal two-sided p thresholds of the seeds' t-test at cumulative seed counts ``looks`` whose
+    first crossings under the null spend ``spent`` (cumulative). The first is the plain t's; the
+    rest by simulating ``paths`` null sequences (``_paths``)."""
+    from scipy import special
+
+    alive = np.ones(paths, dtype=bool)
+    out, before = [], 0.0
+    for k, (n, t) in enumerate(zip(looks, _paths(looks, paths, seed))):
         hits = round((spent[k] - before) * paths)
         before = spent[k]
         if k == 0:
@@ -185,6 +196,81 @@ def _crossings(looks: tuple, spent: tuple, paths: int = PATHS, seed: int = PATHS
         alive &= t < critical
         out.append(float(p))
     return tuple(out)
+
+
+@cache
+def _stagewise_tails(kind: str, gamma: float, pilot: int, most: int, alpha: float, n: int) -> np.ndarray:
+    """The sorted |t| at look n of the null paths that crossed no earlier threshold (those of
+    ``_crossings``: the same paths)."""
+    from scipy import special
+
+    looks = tuple(range(pilot, n + 1))
+    table = _thresholds(kind, gamma, pilot, most, alpha)
+    alive = np.ones(PATHS, dtype=bool)
+    for look, t in zip(looks, _paths(looks)):
+        if look == n:
+            return np.sort(t[alive])
+        alive &= t < special.stdtrit(look - 1, 1 - table[look - pilot] / 2)
+
+
+def stagewise_p(design: "Design", n: int, p: float, alpha: float = None) -> float:
+    """The stage-wise ordering p of a row that stopped at look ``n`` with the verdict's p ``p``, at
+    level ``alpha`` (its row's; Jennison & Turnbull 2000, §8.4): the null chance of a crossing at an
+    earlier look (the α the design spent before n) and of reaching look n with a p at or below
+    this one (the thresholds' Monte Carlo paths). At the pilot's look it is p itself; it is at most
+    the α spent by look n exactly when p <= a(n). The verdict's p enters on the seeds' t scale at
+    n - 1 df, as the thresholds compare it."""
+    from scipy import special
+
+    alpha = design.alpha if alpha is None else float(alpha)
+    n = int(n)
+    if n <= design.pilot_seeds:
+        return float(p)
+    tails = _stagewise_tails(design.spending, float(design.gamma), design.pilot_seeds, design.max_seeds, alpha, n)
+    t = special.stdtrit(n - 1, 1 - p / 2)
+    beyond = (len(tails) - np.searchsorted(tails, t, side="left")) / PATHS
+    return float(design.spent(alpha)[n - 1] + beyond)
+
+
+def median_unbiased(design: "Design", look: "Look", alpha: float = None, paths: int = 20_000) -> float:
+    """The median-unbiased Δ under the stage-wise ordering (Jennison & Turnbull 2000, §8.5) of a row
+    that stopped at ``look``: the θ at which an outcome at least as far in Δ's direction (a crossing
+    that way at an earlier look, or reaching this look with a Δ at least this one) has chance 1/2.
+    Normal theory with the stopping look's variance components taken as known (se_j² = spread/j +
+    shared, each look's df as the verdict's); futility is non-binding and ignored, as in the
+    thresholds. Common random numbers make it a smooth function of θ; seeded."""
+    from scipy import optimize, special
+
+    look = Look.coerce(look)
+    if look.n <= design.pilot_seeds:   # no earlier look: Δ itself is median-unbiased
+        return float(look.delta)
+    spread, shared = look.components()
+    alpha = design.alpha if alpha is None else float(alpha)
+    table = design.thresholds(alpha)
+    sign = 1.0 if look.delta >= 0 else -1.0
+    rng = np.random.default_rng(PATHS_SEED)
+    noise = (rng.standard_normal((paths, 1)) * math.sqrt(shared)
+             + np.cumsum(rng.standard_normal((paths, look.n)) * math.sqrt(spread), 1) / np.arange(1, look.n + 1))
+    bounds = []
+    for j in range(design.pilot_seeds, look.n):
+        se = math.sqrt(spread / j + shared)
+        df = float(degrees_of_freedom(spread / j, shared, j, look.sentences)) if look.sentences else j - 1
+        bounds.append((j, float(special.stdtrit(df, 1 - table[j] / 2)) * se))
+
+    def beyond(theta: float) -> float:
+        delta = sign * (theta + noise)            # each path's Δ_j, in the observed direction
+        going = np.ones(paths, dtype=bool)
+        crossed = np.zeros(paths, dtype=bool)
+        for j, bound in bounds:
+            crossed |= going & (delta[:, j - 1] > bound)
+            going &= np.abs(delta[:, j - 1]) <= bound
+        return float((crossed | (going & (delta[:, look.n - 1] >= sign * look.delta))).mean()) - 0.5
+
+    width = 10 * math.sqrt(spread / design.pilot_seeds + shared) + abs(look.delta) + 1e-9
+    low, high = look.delta - width, look.delta + width
+    if beyond(low) * beyond(high) > 0:
+        return math.nan
+    return float(optimize.brentq(beyond, low, high, xtol=1e-4))
 
 
 @dataclass(frozen=True)
@@ -340,7 +426,7 @@ def repeated_ci(look: Look, threshold: float) -> tuple:
 def _judged(look: Look, design: Design, effect: float, level: float) -> Look:
     table = design.thresholds(level)
     threshold = table.get(look.n, math.nan)
-    power = conditional_power(look, design, effect, level) if look.n in table and look.se > 0 else math.nan
+    power = conditional_power(look, design, effect, level) if look.n in table else math.nan  # se = 0 included
     return Look(**{**asdict(look), "threshold": threshold, "cond_power": power, "level": level})
 
 

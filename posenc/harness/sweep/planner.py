@@ -26,6 +26,7 @@ from posenc.report.rows import Settings, baselines, parse_baseline
 from posenc.report.table import reports_of
 from posenc.stats import sequential
 from posenc.stats.seeds import CELLS_FAILED, UNTESTABLE
+from posenc.stats.verdict import NO_EVIDENCE
 
 SEED = "seed"
 BASELINE_STOP = "baseline"
@@ -151,11 +152,14 @@ class SeedsPlanner:
             if was != now:
                 raise StrategyError(f"hydra.sweeper.{key}={now!r} differs from {was!r}, with which this sweep started "
                                     f"(its thresholds depend on it); allowed: {key}={was!r}, or a new hydra.sweep.dir")
-        kept = {(r.row, tuple(r.overrides)): r for r in before.rows}
+        changed = family_change(before, self.settings, self.rows)
+        if changed:
+            raise StrategyError(f"{changed}: the rows, the baseline and the planned effect were fixed when this "
+                                f"sweep's pilot started (Holm's α/m and every look rest on them); allowed: the same "
+                                f"command, or a new hydra.sweep.dir")
+        kept = {r.row: r for r in before.rows}
         for row in self.rows:
-            old = kept.get((row.label, tuple(row.overrides)))
-            if old is not None:
-                row.state = replace(old, baseline=row.baseline)
+            row.state = replace(kept[row.label], baseline=row.baseline)
 
     # --- one step ------------------------------------------------------------------------------------
 
@@ -184,7 +188,10 @@ class SeedsPlanner:
         if not sweep.cells:
             return {}
         settings = replace(self.report_settings, power=False, sentence_test=False)  # a look needs neither
-        (report,) = reports_of([sweep], settings)
+        own = {name for row in self.compared() for name in row.dirnames.values()}
+        taken = {self.dirname(row, s) for row in self.compared() for s in self.looked_at(row)}
+        cells = [c for c in sweep.cells if c.name not in own or c.name in taken]
+        (report,) = reports_of([replace(sweep, cells=cells)], settings)
         by_dir = {name: row for row in self.rows for name in row.dirnames.values()}
         bases = baselines(report.rows, settings.baseline)
         out = {}
@@ -201,34 +208,40 @@ class SeedsPlanner:
         """A look for every open row with more paired seeds than at its last look (the pilot at
         least), then the design's decisions for each family of rows sharing a baseline."""
         design, effect = self.settings.design, float(self.settings.effect)
-        for row in self.compared():
-            if row.state.stopped:
-                continue
-            paired = self.paired(row)
-            last = row.state.looks[-1]["n"] if row.state.looks else 0
-            test = tests.get(id(row))
-            if len(paired) < design.pilot_seeds or len(paired) <= last:
-                continue
-            if not hasattr(test, "delta"):
-                row.state.stopped, row.state.why = UNTESTABLE, test or "no comparison with its baseline"
-                continue
-            row.state.looks.append(asdict(sequential.Look.of(test)))
-            if len(row.state.looks) == 1:
-                row.state.unreachable = unreachable(test, design, effect)
         for family in self.families():
+            for row in family:
+                if not row.state.stopped:
+                    self.take_look(row, tests.get(id(row)), design.alpha / len(family))
             if all(r.state.stopped for r in family):  # every decision taken: nothing left to decide
                 continue
             looks = {r.label: r.state.looks for r in family}  # a row without a look yet still counts in m
-            frozen = {r.label: decision_of(r.state) for r in family if r.state.stopped in DESIGN_STOPS}
+            # Every stopped row is frozen: a row stopped untestable or for failed cells is a non-rejection,
+            # whose stored looks must never pass α on.
+            frozen = {r.label: decision_of(r.state) for r in family if r.state.stopped}
             decisions = sequential.decide(design, effect, looks, frozen)
             for r in family:
                 d = decisions.get(r.label)
-                if d is None or r.label in frozen or not r.state.looks or r.state.stopped:
+                if d is None or r.label in frozen or not r.state.looks:
                     continue
-                if d.look.n == r.state.looks[-1]["n"]:  # the look as judged: its threshold and conditional power
-                    r.state.looks[-1] = asdict(d.look)
+                at = next(i for i, x in enumerate(r.state.looks) if x["n"] == d.look.n)
+                r.state.looks[at] = asdict(d.look)  # the look as judged: its threshold and conditional power
                 r.state.stopped, r.state.why, r.state.verdict = d.stopped, d.why, d.verdict
+                r.state.stop_n = d.look.n if d.stopped else None  # the one look the table and the summary show
                 r.state.ci, r.state.level = (list(d.ci), d.level) if d.stopped else (None, None)
+
+    def take_look(self, row: Row, test, level: float) -> None:
+        """The row's look at its paired seeds, if it has more than at its last look (the pilot at
+        least); a row its report cannot test stops as untestable. ``level``: its family's α/m."""
+        design = self.settings.design
+        n, last = len(self.looked_at(row)), (row.state.looks[-1]["n"] if row.state.looks else 0)
+        if n < design.pilot_seeds or n <= last:
+            return
+        if not hasattr(test, "delta"):
+            row.state.stopped, row.state.why = UNTESTABLE, test or "no comparison with its baseline"
+            return
+        row.state.looks.append(asdict(sequential.Look.of(test)))
+        if len(row.state.looks) == 1:
+            row.state.unreachable = unreachable(test, design, float(self.settings.effect), level)
 
     def wanted(self) -> list:
         """The cells the open rows need for their next look, their baselines' included."""
@@ -271,6 +284,11 @@ class SeedsPlanner:
     def paired(row: Row) -> list:
         return [s for s in row.state.seeds if s in row.base.state.seeds]
 
+    def looked_at(self, row: Row) -> list:
+        """The paired seeds a look at ``row`` takes: the first max_seeds of them (a failed seed that a
+        rerun retries after its substitute finished must not carry a look past N)."""
+        return self.paired(row)[:self.settings.design.max_seeds]
+
     def state(self) -> SeedsState:
         """The plan as it stands: every cell a row has finished or this run launched, each row's looks and stop."""
         cells = [StateCell(self.dirname(row, s), row.overrides + [f"{SEED}={s}"])
@@ -278,23 +296,47 @@ class SeedsPlanner:
         return SeedsState(self.settings.as_state(), [row.state for row in self.rows], cells)
 
 
+def family_change(before: SeedsState, settings: SeedsSettings, rows: list) -> str:
+    """What a rerun changes in the family its state fixed (the rows with their overrides, the
+    baseline, the planned effect), in words, or "". Dropping a row would retest the others at
+    α/(m - 1), adding one would leave m + 1 rows under α/m, and a new baseline or effect would mix
+    looks against two comparators or two futility rules."""
+    if not before.rows:  # a tune sweep stopped before its seeds began: no family fixed yet
+        return ""
+    was = {r.row: list(r.overrides) for r in before.rows}
+    now = {r.label: list(r.overrides) for r in rows}
+    changes = [f"row {label} dropped" for label in was if label not in now]
+    changes += [f"row {label} added" for label in now if label not in was]
+    changes += [f"row {label}'s overrides changed from {' '.join(was[label])} to {' '.join(now[label])}"
+                for label in now if label in was and was[label] != now[label]]
+    given = before.settings
+    if str(given.get("baseline")) != str(settings.baseline):
+        changes.append(f"hydra.sweeper.baseline={settings.baseline} differs from {given.get('baseline')}")
+    if given.get("effect") is not None and float(given["effect"]) != float(settings.effect):
+        changes.append(f"hydra.sweeper.effect={float(settings.effect):g} differs from {float(given['effect']):g}")
+    return "; ".join(changes)
+
+
 def decision_of(row: SeedsRow):
-    """A stopped row's frozen decision, as the design returned it."""
-    return sequential.Decision(row.stopped, row.why, row.verdict, sequential.Look.coerce(row.looks[-1]),
+    """A stopped row's frozen decision, as the design returned it; a row stopped by the sweeper
+    (untestable, failed cells) as a non-rejection."""
+    look = row.stop_look()
+    look = sequential.Look(0, math.nan, math.nan, math.nan, math.nan) if look is None else sequential.Look.coerce(look)
+    return sequential.Decision(row.stopped, row.why, row.verdict or NO_EVIDENCE, look,
                                tuple(row.ci) if row.ci else (math.nan, math.nan),
                                math.nan if row.level is None else row.level)
 
 
-def unreachable(test, design, effect: float) -> str:
-    """Where the design cannot reach its power at ``effect`` on this test set, as the pilot estimates
-    the variance (the final look alone at max_seeds falls short: the test set's own sampling caps
-    it), the warning the table and the summary give before more seeds are spent; else ""."""
+def unreachable(test, design, effect: float, level: float) -> str:
+    """Where the design cannot reach its power at ``effect`` at the row's level (its family's α/m)
+    on this test set, as the pilot estimates the variance (the test set's own sampling or max_seeds
+    caps it), the warning the table and the summary give before more seeds are spent; else ""."""
     look = sequential.Look.of(test)
-    if sequential.reachable(design, effect, look.spread, look.shared, look.sentences):
+    best = sequential.sequential_power(design, effect, look.spread, look.shared, look.sentences, level)
+    if best >= sequential.POWER:
         return ""
-    best = sequential.sequential_power(design, effect, look.spread, look.shared, look.sentences)
-    return (f"cannot reach {sequential.POWER:.0%} power at |Δ| = {effect:g}: at most {best:.2f} with "
-            f"max_seeds = {design.max_seeds} on this test set, as the pilot estimates its variance")
+    return (f"cannot reach {sequential.POWER:.0%} power at |Δ| = {effect:g}: at most {best:.2f} at α {level:.4g} "
+            f"with max_seeds = {design.max_seeds} on this test set, as the pilot estimates its variance")
 
 
 def grid_values(job) -> dict:
