@@ -149,3 +149,22 @@ def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_l
     assert {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")} == written
     assert {c.status for c in read_sweep(sweep).every_cell()} == {"ok"}
     assert sorted(c.dirname for c in planned_cells(sweep)) == sorted(c.name for c in read_sweep(sweep).cells)
+    # A rerun that changes the family (a row added or dropped, another baseline or effect) is refused in
+    # one line: nothing launched, the state file byte-identical.
+    written_state = (sweep / SEEDS_FILE).read_bytes()
+    changes = {"optim.args.lr=1e-9,0.002,0.0005": "row optim.args.lr=0.0005 added",
+               "optim.args.lr=0.002": "row optim.args.lr=1e-09 dropped",
+               "hydra.sweeper.baseline='optim.args.lr=1e-9'":
+                   "hydra.sweeper.baseline=optim.args.lr=1e-9 differs from optim.args.lr=0.002",
+               "hydra.sweeper.effect=2": "hydra.sweeper.effect=2 differs from 0.5"}
+    for override, change in changes.items():
+        key = override.split("=", 1)[0]
+        out = run(sweep, cache, *[a for a in LEARNS if a.split("=", 1)[0] != key], override, timeout=300)
+        assert out.returncode == 2, out.stderr[-2000:]
+        (line,) = out.stderr.strip().splitlines()
+        assert line.startswith(f"posenc-run: error: {change}: the rows, the baseline and the planned effect were "
+                               "fixed when this sweep's pilot started"), line
+        assert line.endswith("allowed: the same command, or a new hydra.sweep.dir"), line
+        assert "seeds strategy: batch of" not in out.stdout + out.stderr
+        assert (sweep / SEEDS_FILE).read_bytes() == written_state
+        assert {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")} == written

@@ -24,6 +24,11 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
   interval at that look, at the row's level); ``level`` (α / rows not rejected when it stopped).
   Decisions and Looks are JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
+- After a stop: ``stagewise_p(design, n, p, alpha)``, the stage-wise ordering p of a row that
+  stopped at look n (uniform under the null; <= alpha exactly when it crossed), and
+  ``median_unbiased(design, look, alpha)``, the median-unbiased Δ under that ordering (normal
+  theory with the look's variance components taken as known). ``design_of(settings)``: the
+  Design a sweep's state ran.
 - ``sequential_power(design, effect, spread, shared)`` and ``reachable(...)``: what N seeds can give,
   and whether that reaches 80% (a test set whose own sampling dominates caps it; the sweeper
   says so before spending seeds).

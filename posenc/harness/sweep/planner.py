@@ -135,11 +135,12 @@ class SeedsPlanner:
             rows.append(Row(SeedsRow(row_label(job, jobs), list(job),
                                      baseline=str(values.get(base_key, "")) == str(base_value))))
         link_baselines(rows, base_key, base_value)
+        planner = cls(settings, rows, name, before)  # a rerun's changed design or family is named first
         if not any(r.base is not None for r in rows):
             raise StrategyError(f"hydra.sweeper.baseline={base_key}={base_value}: no row of the sweep is compared "
                                 f"with a {base_key}={base_value} row; allowed: a grid with a baseline row and rows "
                                 f"that differ from it in {base_key} (e.g. placement=both,none)")
-        return cls(settings, rows, name, before)
+        return planner
 
     def resume(self, before: SeedsState) -> None:
         """Take the looks and decisions of an earlier run of this sweep; refuse a changed design."""
@@ -152,11 +153,7 @@ class SeedsPlanner:
             if was != now:
                 raise StrategyError(f"hydra.sweeper.{key}={now!r} differs from {was!r}, with which this sweep started "
                                     f"(its thresholds depend on it); allowed: {key}={was!r}, or a new hydra.sweep.dir")
-        changed = family_change(before, self.settings, self.rows)
-        if changed:
-            raise StrategyError(f"{changed}: the rows, the baseline and the planned effect were fixed when this "
-                                f"sweep's pilot started (Holm's α/m and every look rest on them); allowed: the same "
-                                f"command, or a new hydra.sweep.dir")
+        check_family(before, self.settings, self.rows)
         kept = {r.row: r for r in before.rows}
         for row in self.rows:
             row.state = replace(kept[row.label], baseline=row.baseline)
@@ -315,6 +312,14 @@ def family_change(before: SeedsState, settings: SeedsSettings, rows: list) -> st
     if given.get("effect") is not None and float(given["effect"]) != float(settings.effect):
         changes.append(f"hydra.sweeper.effect={float(settings.effect):g} differs from {float(given['effect']):g}")
     return "; ".join(changes)
+
+
+def check_family(before: SeedsState, settings: SeedsSettings, rows: list) -> None:
+    changed = family_change(before, settings, rows)
+    if changed:
+        raise StrategyError(f"{changed}: the rows, the baseline and the planned effect were fixed when this sweep's "
+                            f"pilot started (Holm's α/m and every look rest on them); allowed: the same command, "
+                            f"or a new hydra.sweep.dir")
 
 
 def decision_of(row: SeedsRow):
