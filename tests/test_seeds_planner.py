@@ -396,3 +396,14 @@ def test_a_look_takes_the_first_max_seeds_paired_seeds_of_a_real_sweep(tmp_path)
     alone = planner(jobs=[["placement=both"], ["placement=none"]])
     alone.next_batch(read_sweep(ten))
     assert rows(alone)["placement=none"].state.looks == none.looks
+
+
+def test_dropping_a_row_that_renames_the_others_is_named_as_the_one_row_dropped():
+    """Labels come from the keys the grid varies: with one row left it would be "the one row".
+    The family is matched by overrides, so the refusal names the row that went."""
+    jobs = [["optim.args.lr=1e-9"], ["optim.args.lr=0.002"]]
+    plan = planner(jobs=jobs, baseline="optim.args.lr=0.002")
+    step(plan, {})
+    with pytest.raises(StrategyError) as err:
+        planner(jobs=jobs[1:], before=plan.state(), baseline="optim.args.lr=0.002")
+    assert str(err.value) == f"row optim.args.lr=1e-9 dropped: {FAMILY_ENDS}"

@@ -154,9 +154,9 @@ class SeedsPlanner:
                 raise StrategyError(f"hydra.sweeper.{key}={now!r} differs from {was!r}, with which this sweep started "
                                     f"(its thresholds depend on it); allowed: {key}={was!r}, or a new hydra.sweep.dir")
         check_family(before, self.settings, self.rows)
-        kept = {r.row: r for r in before.rows}
+        kept = {tuple(r.overrides): r for r in before.rows}
         for row in self.rows:
-            row.state = replace(kept[row.label], baseline=row.baseline)
+            row.state = replace(kept[tuple(row.overrides)], baseline=row.baseline)
 
     # --- one step ------------------------------------------------------------------------------------
 
@@ -300,12 +300,16 @@ def family_change(before: SeedsState, settings: SeedsSettings, rows: list) -> st
     looks against two comparators or two futility rules."""
     if not before.rows:  # a tune sweep stopped before its seeds began: no family fixed yet
         return ""
-    was = {r.row: list(r.overrides) for r in before.rows}
-    now = {r.label: list(r.overrides) for r in rows}
-    changes = [f"row {label} dropped" for label in was if label not in now]
-    changes += [f"row {label} added" for label in now if label not in was]
-    changes += [f"row {label}'s overrides changed from {' '.join(was[label])} to {' '.join(now[label])}"
-                for label in now if label in was and was[label] != now[label]]
+    # Rows are matched by their overrides: a label names a row by the keys the grid varies, so
+    # dropping one row can rename the others.
+    was = {tuple(r.overrides): r.row for r in before.rows}
+    now = {tuple(r.overrides): r.label for r in rows}
+    dropped = {was[key]: key for key in was if key not in now}
+    added = {now[key]: key for key in now if key not in was}
+    changes = [f"row {label}'s overrides changed from {' '.join(dropped[label])} to {' '.join(added[label])}"
+               for label in dropped if label in added]
+    changes += [f"row {label} dropped" for label in dropped if label not in added]
+    changes += [f"row {label} added" for label in added if label not in dropped]
     given = before.settings
     if str(given.get("baseline")) != str(settings.baseline):
         changes.append(f"hydra.sweeper.baseline={settings.baseline} differs from {given.get('baseline')}")
