@@ -12,12 +12,17 @@ own test (``verdict.p_values``) and every decision the design's (``sequential.de
 Holm over the three rows) or the old rule's (``SeedsRule`` on ``power.booking``).
 
     .venv/bin/python scripts/cost_table4.py [--sweeps 2000] [--effect 0.5] [--gamma G] [--only sequential]
+
+Other rows, test sets and cells: ``--components 'alibi=0,0.40,0.06;shaw=0.30,0.39,0.09'`` (each
+row's three sds at 1,000 sentences, as ``posenc-table --power`` prints them), ``--sentences N`` (the
+test set the cost is for), ``--hours LOW,HIGH`` (a cell's cost), ``--max-seeds N``.
 """
 
 import argparse
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,33 +42,37 @@ COMPONENTS = {"source": (0.33, 0.31, 0.05), "target": (0.00, 0.34, 0.00), "none"
 GPU_HOURS = (20, 60)   # a paper-schedule cell (docs/clusters.md)
 
 
-def parts(name: str, sentences: int = PAPER_SENTENCES):
-    """(seed variance, sentence variance, shared variance) of a row's d_s at ``sentences``."""
-    seed, sentence, shared = COMPONENTS[name]
-    scale = STUDY_SENTENCES / sentences
-    return seed ** 2, sentence ** 2 * scale, shared ** 2 * scale
+@dataclass(frozen=True)
+class Scenario:
+    """The rows' variance components (sds at STUDY_SENTENCES) and the test set the cost is for."""
+    components: dict
+    sentences: int = PAPER_SENTENCES
+
+    def parts(self, name: str):
+        """(seed variance, sentence variance, shared variance) of a row's d_s at ``sentences``."""
+        seed, sentence, shared = self.components[name]
+        scale = STUDY_SENTENCES / self.sentences
+        return seed ** 2, sentence ** 2 * scale, shared ** 2 * scale
+
+    def draw(self, rng, sweeps: int, most: int, delta: float):
+        """{row: d_s (sweeps, most)}: each row's per-seed differences, its shared draw included."""
+        out = {}
+        for name in self.components:
+            seed, sentence, shared = self.parts(name)
+            out[name] = (delta + rng.standard_normal((sweeps, 1)) * math.sqrt(shared)
+                         + rng.standard_normal((sweeps, most)) * math.sqrt(seed + sentence))
+        return out
+
+    def test(self, d: np.ndarray, name: str, n: int):
+        """(Δ, s_d, p, se, df) of the verdict's test over the first n seeds, arrays over sweeps."""
+        _, sentence, shared = self.parts(name)
+        first = d[:, :n]
+        sd = first.std(1, ddof=1)
+        p, se, df = p_values(first.mean(1), sd, shared + sentence / n, shared + sentence, n, self.sentences)
+        return first.mean(1), sd, p, se, df
 
 
-def draw(rng, sweeps: int, most: int, delta: float):
-    """{row: d_s (sweeps, most)}: each row's per-seed differences, its shared draw included."""
-    out = {}
-    for name in COMPONENTS:
-        seed, sentence, shared = parts(name)
-        out[name] = (delta + rng.standard_normal((sweeps, 1)) * math.sqrt(shared)
-                     + rng.standard_normal((sweeps, most)) * math.sqrt(seed + sentence))
-    return out
-
-
-def test(d: np.ndarray, name: str, n: int):
-    """(Δ, s_d, p, se, df) of the verdict's test over the first n seeds, arrays over sweeps."""
-    _, sentence, shared = parts(name)
-    first = d[:, :n]
-    sd = first.std(1, ddof=1)
-    p, se, df = p_values(first.mean(1), sd, shared + sentence / n, shared + sentence, n, PAPER_SENTENCES)
-    return first.mean(1), sd, p, se, df
-
-
-def sequential(data, design: Design, effect: float, batch: int = SeedsPlanConf.batch_seeds):
+def sequential(scenario: Scenario, data, design: Design, effect: float, batch: int = SeedsPlanConf.batch_seeds):
     """Seeds per row and the baseline's, and verdicts, of the design over the sweeps."""
     sweeps = next(iter(data.values())).shape[0]
     seeds = {name: np.zeros(sweeps, dtype=int) for name in data}
@@ -74,9 +83,9 @@ def sequential(data, design: Design, effect: float, batch: int = SeedsPlanConf.b
             have = design.pilot_seeds if have == 0 else min(have + batch, design.max_seeds)
             for name, d in data.items():
                 if name not in frozen:
-                    delta, sd, p, se, df = (float(x[0]) for x in test(d[s:s + 1], name, have))
-                    _, _, shared = parts(name)
-                    looks[name].append(Look(have, delta, se, df, p, sd ** 2, shared, PAPER_SENTENCES))
+                    delta, sd, p, se, df = (float(x[0]) for x in scenario.test(d[s:s + 1], name, have))
+                    _, _, shared = scenario.parts(name)
+                    looks[name].append(Look(have, delta, se, df, p, sd ** 2, shared, scenario.sentences))
             for name, decision in decide(design, effect, looks, frozen).items():
                 if decision.stopped and name not in frozen:
                     frozen[name] = decision
@@ -85,7 +94,7 @@ def sequential(data, design: Design, effect: float, batch: int = SeedsPlanConf.b
     return seeds, found
 
 
-def old_rule(data, effect: float):
+def old_rule(scenario: Scenario, data, effect: float):
     """Issue 24's rule: re-plan each row from its seeds after every batch, floor 7; the verdict
     (Holm over the rows) at the stop."""
     rule = SeedsRule()
@@ -93,12 +102,12 @@ def old_rule(data, effect: float):
     seeds = {name: np.zeros(sweeps, dtype=int) for name in data}
     p = {name: np.ones(sweeps) for name in data}
     for name, d in data.items():
-        _, sentence, shared = parts(name)
+        _, sentence, shared = scenario.parts(name)
         for s in range(sweeps):
             have = rule.pilot_seeds
             while True:
-                _, sd, pv, _, _ = (float(x[0]) for x in test(d[s:s + 1], name, have))
-                components = power_mod.Components(sd ** 2, sentence, shared, PAPER_SENTENCES, have)
+                _, sd, pv, _, _ = (float(x[0]) for x in scenario.test(d[s:s + 1], name, have))
+                components = power_mod.Components(sd ** 2, sentence, shared, scenario.sentences, have)
                 step = rule.next(have, power_mod.booking(effect, components))
                 if step.stopped:
                     break
@@ -112,15 +121,30 @@ def old_rule(data, effect: float):
     return seeds, found
 
 
-def fixed(data, n: int):
+def fixed(scenario: Scenario, data, n: int):
     sweeps = next(iter(data.values())).shape[0]
-    p = {name: test(d, name, n)[2] for name, d in data.items()}
+    p = {name: scenario.test(d, name, n)[2] for name, d in data.items()}
     found = {name: np.zeros(sweeps, dtype=bool) for name in data}
     for s in range(sweeps):
         adjusted = holm({name: p[name][s] for name in data})
         for name in data:
             found[name][s] = adjusted[name] < ALPHA
     return {name: np.full(sweeps, n) for name in data}, found
+
+
+def components_arg(text: str) -> dict:
+    """``'alibi=0,0.40,0.06;shaw=0.30,0.39,0.09'`` -> {row: (seed sd, sentence sd, shared sd)}."""
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(";"))):
+        name, _, values = item.partition("=")
+        numbers = values.split(",")
+        try:
+            out[name] = tuple(float(x) for x in numbers)
+        except ValueError:
+            out[name] = ()
+        if not name or len(out[name]) != 3 or min(out[name]) < 0:
+            raise argparse.ArgumentTypeError(f"{item!r}: allowed: ROW=SEED_SD,SENTENCE_SD,SHARED_SD (three sds >= 0)")
+    return out
 
 
 def main() -> None:
@@ -131,33 +155,42 @@ def main() -> None:
     parser.add_argument("--gamma", type=float, default=None, help="the sequential design's HSD γ (default Design()'s)")
     parser.add_argument("--only", choices=("sequential",), default=None,
                         help="the sequential design's rows only (the others do not depend on its settings)")
+    parser.add_argument("--components", type=components_arg, default=COMPONENTS,
+                        help="the rows' sds at 1,000 sentences (default: the Multi30k Table 4 study's)")
+    parser.add_argument("--sentences", type=int, default=PAPER_SENTENCES, help="the test set the cost is for")
+    parser.add_argument("--hours", default=",".join(map(str, GPU_HOURS)), help="a cell's cost, LOW,HIGH")
+    parser.add_argument("--max-seeds", type=int, default=Design.max_seeds)
     args = parser.parse_args()
     started = time.perf_counter()
-    design = Design() if args.gamma is None else Design(gamma=args.gamma)
+    design = Design(max_seeds=args.max_seeds) if args.gamma is None else Design(gamma=args.gamma,
+                                                                                 max_seeds=args.max_seeds)
     if design.problem():
         sys.exit(f"cost_table4: {design.problem()}")
-    print(f"rows source, target, none against both; variance components of the Multi30k study at "
-          f"{PAPER_SENTENCES} sentences; {args.sweeps} sweeps per truth; "
-          f"GPU hours at {GPU_HOURS[0]}-{GPU_HOURS[1]} a cell")
-    print("| seeds | truth | cells per Table 4 (mean) | GPU hours | seeds per row (source / target / none) "
-          "| rows found (source / target / none) |")
+    hours = [float(x) for x in args.hours.split(",")]
+    scenario = Scenario(args.components, args.sentences)
+    names = list(scenario.components)
+    print(f"rows {', '.join(names)} against their baseline; variance components "
+          f"{'; '.join(f'{k} {v}' for k, v in scenario.components.items())} (sds at {STUDY_SENTENCES} sentences) "
+          f"at {scenario.sentences} sentences; {args.sweeps} sweeps per truth; cost {hours[0]:g}-{hours[-1]:g} a cell")
+    print(f"| seeds | truth | cells per sweep (mean) | cost | seeds per row ({' / '.join(names)}) "
+          f"| rows found ({' / '.join(names)}) |")
     print("|---|---|---|---|---|---|")
     for truth in (0.0, args.effect):
         rng = np.random.default_rng(args.seed)
-        data = draw(rng, args.sweeps, design.max_seeds, truth)
+        data = scenario.draw(rng, args.sweeps, design.max_seeds, truth)
         label = "group sequential (default)" if args.gamma is None else f"group sequential (γ = {args.gamma:g})"
         designs = [(label, sequential, (design, args.effect))]
         if args.only is None:
             designs += [("issue 24's rule (floor 7, max 10)", old_rule, (args.effect,))]
             designs += [(f"fixed {n}", fixed, (n,)) for n in (3, 5, 10)]
         for label, run, settings in designs:
-            seeds, found = run(data, *settings)
+            seeds, found = run(scenario, data, *settings)
             baseline = np.max(np.stack(list(seeds.values())), 0)
             cells = float(np.mean(baseline + sum(seeds.values())))
-            hours = f"{cells * GPU_HOURS[0]:,.0f}-{cells * GPU_HOURS[1]:,.0f}"
-            print(f"| {label} | Δ = {truth:g} | {cells:.1f} | {hours} | "
-                  + " / ".join(f"{seeds[n].mean():.1f}" for n in COMPONENTS) + " | "
-                  + " / ".join(f"{found[n].mean():.2f}" for n in COMPONENTS) + " |")
+            cost = f"{cells * hours[0]:,.1f}-{cells * hours[-1]:,.1f}"
+            print(f"| {label} | Δ = {truth:g} | {cells:.1f} | {cost} | "
+                  + " / ".join(f"{seeds[n].mean():.1f}" for n in names) + " | "
+                  + " / ".join(f"{found[n].mean():.2f}" for n in names) + " |")
     print(f"wall time {time.perf_counter() - started:.0f} s")
 
 
