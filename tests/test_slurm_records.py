@@ -7,8 +7,10 @@ import signal
 import pytest
 
 from posenc.cells.record import Record
+from posenc.harness.launch import slurm_launcher
 from posenc.harness.launch.slurm_launcher import (
     TESTED_SUBMITIT_LAUNCHER,
+    PosencSlurmLauncher,
     check_gpus,
     ended_without_result,
     submitit_launcher_version_problem,
@@ -112,6 +114,32 @@ def test_a_job_that_ended_without_a_result(tmp_path):
     (finished / "result.json").write_text(json.dumps({"status": "ok", "error": ""}))
     ended_without_result(finished, "12_0", "FAILED")
     assert json.loads((finished / "result.json").read_text()) == {"status": "ok", "error": ""}
+
+
+def test_squeue_without_an_answer_judges_no_job(tmp_path, monkeypatch):
+    """A busy slurmctld lets squeue time out, and a requeued job may drop out of squeue for a moment:
+    neither is the job's end. The wait goes on until SLURM names a final state."""
+    answers = iter([None, None, {}, {"17": "PENDING"}, {}, {"17": "FAILED"}])
+    accounting = iter(["PENDING", "REQUEUED"])
+    monkeypatch.setattr(slurm_launcher, "queue_states", lambda ids: next(answers))
+    monkeypatch.setattr(slurm_launcher, "accounted_state", lambda jid: next(accounting))
+    monkeypatch.setattr(slurm_launcher, "POLL_S", 0)
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    PosencSlurmLauncher._wait(object(), {"17": cell}, {})
+    assert next(answers, "all read") == "all read" and next(accounting, "all read") == "all read"
+    assert Record.read(cell).error == "SLURM job 17 failed before the cell finished"
+
+
+def test_squeue_that_cannot_answer_gives_no_states(tmp_path, monkeypatch):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "squeue").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Socket timed out' >&2\nexit 1\n")
+    (fake / "squeue").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    assert slurm_launcher.queue_states(["17"]) is None
+    (fake / "squeue").write_text("#!/bin/sh\nexit 0\n")  # answered: none of these jobs is left
+    assert slurm_launcher.queue_states(["17"]) == {}
 
 
 def test_submitit_refusing_the_requeue_makes_a_failure_that_says_so(monkeypatch):

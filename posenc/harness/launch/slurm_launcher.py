@@ -62,15 +62,18 @@ def submitit_launcher_version_problem() -> str:
     return ""
 
 
-def queue_states(job_ids) -> dict:
-    """``{job id: state}`` for the jobs squeue still shows (array elements one by one)."""
+def queue_states(job_ids):
+    """``{job id: state}`` for the jobs squeue still shows (array elements one by one), or None when
+    squeue did not answer (a busy slurmctld times out): that says nothing about the jobs."""
     if not job_ids:
         return {}
     try:
         out = subprocess.run(["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T",
                               "--jobs=" + ",".join(sorted(job_ids))], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
-        return {}
+        return None
+    if out.returncode != 0 and not out.stdout.strip():
+        return None
     return dict(line.strip().split("|", 1) for line in out.stdout.splitlines() if "|" in line)
 
 
@@ -149,7 +152,7 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
             cell_dir = sweep_dir / override_dirname(parser.parse_overrides(list(overrides)), naming)
             cells.append(cell_dir)
             elsewhere = running_job(cell_dir)
-            if elsewhere and queue_states([elsewhere]).get(elsewhere, "") in ALIVE:
+            if elsewhere and (queue_states([elsewhere]) or {}).get(elsewhere, "") in ALIVE:
                 log.info(f"\t#{idx} : running in SLURM job {elsewhere} of an earlier posenc-run: waiting for it")
                 watched[elsewhere] = cell_dir
                 continue
@@ -172,6 +175,9 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
         gone_since = {}
         while watched and not STOP.requested:
             states = queue_states(list(watched))
+            if states is None:  # no answer this round: ask again, without judging any job by it
+                time.sleep(POLL_S)
+                continue
             for job_id, cell_dir in list(watched.items()):
                 job = jobs.get(job_id)
                 if job is not None and job.paths.result_pickle.exists():
@@ -192,8 +198,10 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
                 if job is None and earlier is not None and not is_interrupted(earlier):
                     del watched[job_id]  # an earlier submitter's job, finished: its cell reported
                     continue
-                ended_without_result(cell_dir, job_id, state or accounted_state(job_id),
-                                     getattr(self, "_overrides", {}).get(job_id, ()))
+                state = state or accounted_state(job_id)
+                if state.split(" ")[0] in ALIVE:  # accounting still sees it alive (squeue lost it a moment)
+                    continue
+                ended_without_result(cell_dir, job_id, state, getattr(self, "_overrides", {}).get(job_id, ()))
                 del watched[job_id]
             if watched:
                 time.sleep(POLL_S)
