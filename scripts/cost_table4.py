@@ -15,7 +15,8 @@ Holm over the three rows) or the old rule's (``SeedsRule`` on ``power.booking``)
 
 Other rows, test sets and cells: ``--components 'alibi=0,0.40,0.06;shaw=0.30,0.39,0.09'`` (each
 row's three sds at 1,000 sentences, as ``posenc-table --power`` prints them), ``--sentences N`` (the
-test set the cost is for), ``--hours LOW,HIGH`` (a cell's cost), ``--max-seeds N``.
+test set the cost is for), ``--hours LOW,HIGH`` (a cell's cost), ``--max-seeds N``, ``--fixed 3,5,10``
+(the fixed seed counts to set beside it: a study finds the one whose power matches the design's).
 """
 
 import argparse
@@ -160,6 +161,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=PAPER_SENTENCES, help="the test set the cost is for")
     parser.add_argument("--hours", default=",".join(map(str, GPU_HOURS)), help="a cell's cost, LOW,HIGH")
     parser.add_argument("--max-seeds", type=int, default=Design.max_seeds)
+    parser.add_argument("--fixed", default="3,5,10", help="fixed seed counts to compare, N,N,...")
     args = parser.parse_args()
     started = time.perf_counter()
     design = Design(max_seeds=args.max_seeds) if args.gamma is None else Design(gamma=args.gamma,
@@ -167,6 +169,9 @@ def main() -> None:
     if design.problem():
         sys.exit(f"cost_table4: {design.problem()}")
     hours = [float(x) for x in args.hours.split(",")]
+    fixed_counts = [int(x) for x in args.fixed.split(",")]
+    if min(fixed_counts) < 2 or max(fixed_counts) > design.max_seeds:
+        sys.exit(f"cost_table4: --fixed {args.fixed}: allowed: seed counts from 2 to --max-seeds ({design.max_seeds})")
     scenario = Scenario(args.components, args.sentences)
     names = list(scenario.components)
     print(f"rows {', '.join(names)} against their baseline; variance components "
@@ -182,7 +187,7 @@ def main() -> None:
         designs = [(label, sequential, (design, args.effect))]
         if args.only is None:
             designs += [("issue 24's rule (floor 7, max 10)", old_rule, (args.effect,))]
-            designs += [(f"fixed {n}", fixed, (n,)) for n in (3, 5, 10)]
+            designs += [(f"fixed {n}", fixed, (n,)) for n in fixed_counts]
         for label, run, settings in designs:
             seeds, found = run(scenario, data, *settings)
             baseline = np.max(np.stack(list(seeds.values())), 0)
