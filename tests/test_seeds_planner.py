@@ -320,6 +320,9 @@ def test_an_efficacy_stop_by_a_retest_at_an_earlier_look_keeps_that_look_for_its
         and f"{at5.delta:+.2f}" not in text
     from posenc.harness.sweep.planner import decision_of
     assert decision_of(source).look.n == 4
+    from posenc.harness.sweep.summary import strategy_summary  # the sweep's last line says the same
+    assert f"placement=source 5 seeds (efficacy at 4 seeds: better, Δ {at4.delta:+.2f}, repeated 95.0% CI" \
+        in strategy_summary(plan.state())
 
 
 def test_a_row_stopped_untestable_is_frozen_as_a_non_rejection_and_passes_no_alpha_on():
