@@ -31,6 +31,7 @@ from posenc.encodings.defaults import (
     CAPE_MAX_LOCAL_SHIFT,
     ROPE_BASE,
     SHAPE_MAX_SHIFT,
+    SHAW_HEADS,
     SHAW_MAX_DISTANCE,
     SINUSOID_BASE,
     SINUSOID_VARIANT,
@@ -164,6 +165,9 @@ class RopeOptions:
 class ShawOptions:
     shaw_max_distance: int = option(SHAW_MAX_DISTANCE, "Shaw et al.'s clipping distance k: distances beyond +-k "
                                     f"share the last vector (default {SHAW_MAX_DISTANCE})", type=_whole(1))
+    shaw_heads: str = option(SHAW_HEADS[0], "Shaw et al.'s vectors: one set per layer shared by its heads (default, "
+                             "the paper's sec. 3.3 and tensor2tensor) or one per layer and head (per_head, its "
+                             "sec. 4.1's base model)", choices=SHAW_HEADS)
 
 
 @dataclass
