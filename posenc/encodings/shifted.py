@@ -73,6 +73,8 @@ class ShiftedSinusoidalEmbedding(OwnShiftGenerator, SinusoidalPositionalEmbeddin
     from 0..max_shift-1 while ``training`` (full sequences; a decoding step is never training), and
     by ``eval_offset`` otherwise (validation, inference, every decoding step)."""
 
+    keeps_extra_state = True  # the generator's state, which the plain sinusoid drops
+
     def __init__(self, embedding_dim: int, padding_idx: int, max_shift: int, eval_offset: int = 0, seed: int = 0,
                  **sinusoid):
         super().__init__(embedding_dim, padding_idx, **sinusoid)
