@@ -31,6 +31,7 @@ from posenc.encodings.defaults import (
     CAPE_MAX_LOCAL_SHIFT,
     ROPE_BASE,
     SHAPE_MAX_SHIFT,
+    SHAW_HEADS,
     SHAW_MAX_DISTANCE,
     SINUSOID_BASE,
     SINUSOID_VARIANT,
@@ -106,7 +107,11 @@ class InCheckpoint:
 # and an attribute of fairseq's args under its own name, resolved to its default when unset, so the
 # checkpoint records what the model used. ``field(metadata=...)`` may hold ``help``, ``choices``,
 # ``type`` (text -> value, raising ValueError; without it, an annotation int/float/str converts) and
-# ``family_default`` (a function of the family, used when the field's default is None). Kinds may
+# ``family_default`` (a function of the family, used when the field's default is None), ``same_as``
+# (the name of an option declared before it, whose resolved value is its default when its own is
+# None), ``recorded_before`` (what arguments resolved before the option existed meant: they record
+# its ``same_as`` but not the option itself) and ``inference_offset`` (True: a shift of every
+# position at inference, which ``posenc-pe`` applies where it rebuilds the table). Kinds may
 # share one dataclass (``sinusoidal``, ``shape`` and ``cape`` share the sinusoid's), or extend one by
 # inheritance; one name is one flag: two dataclasses that declare the same field name differently
 # are refused.
@@ -160,12 +165,20 @@ class RopeOptions:
 class ShawOptions:
     shaw_max_distance: int = option(SHAW_MAX_DISTANCE, "Shaw et al.'s clipping distance k: distances beyond +-k "
                                     f"share the last vector (default {SHAW_MAX_DISTANCE})", type=_whole(1))
+    shaw_heads: str = option(SHAW_HEADS[0], "Shaw et al.'s vectors: one set per layer shared by its heads (default, "
+                             "the paper's sec. 3.3 and tensor2tensor) or one per layer and head (per_head, its "
+                             "sec. 4.1's base model)", choices=SHAW_HEADS)
 
 
 @dataclass
 class ShapeOptions(SinusoidOptions):
-    shape_max_shift: int = option(SHAPE_MAX_SHIFT, "SHAPE's largest random shift K of a sequence's positions in "
-                                  f"training, drawn from 0..K (default {SHAPE_MAX_SHIFT})", type=_whole(0))
+    shape_max_shift: int = option(SHAPE_MAX_SHIFT, "SHAPE's number K of random shifts of a sequence's positions in "
+                                  f"training, k drawn from 0..K-1 as the authors' code draws it (default "
+                                  f"{SHAPE_MAX_SHIFT}; 0: no shift)", type=_whole(0))
+    shape_eval_offset: int = option(None, "SHAPE's shift of every position at validation and inference (default: "
+                                    "K, as the authors decode; 0: the plain sinusoid, as sinusoidal)",
+                                    type=_whole(0), same_as="shape_max_shift", recorded_before=0,
+                                    inference_offset=True)
 
 
 @dataclass
@@ -195,11 +208,26 @@ def option_parser(f):
     return f.metadata.get("type") or _PLAIN_TYPES.get(f.type)
 
 
-def option_default(f, family: str):
-    """The value an unset field resolves to for ``family``."""
+def option_default(f, family: str, args=None):
+    """The value an unset field resolves to for ``family`` (a ``same_as`` field: that option's value
+    in ``args``, a Namespace or a dict, resolved first)."""
     if f.default is None and "family_default" in f.metadata:
         return f.metadata["family_default"](family)
+    if f.default is None and "same_as" in f.metadata:
+        get = args.get if isinstance(args, dict) else (lambda name: getattr(args, name, None))
+        return get(f.metadata["same_as"]) if args is not None else None
     return f.default
+
+
+def recorded_before(f, args) -> bool:
+    """Whether ``args`` (a Namespace or a dict) were resolved before option ``f`` existed: they
+    record the option it follows (``same_as``) but not ``f`` itself. Then ``f`` means its
+    ``recorded_before`` value (what the kind did before the option), not its default."""
+    if "recorded_before" not in f.metadata or args is None:
+        return False
+    has = (lambda name: name in args) if isinstance(args, dict) else (lambda name: hasattr(args, name))
+    get = args.get if isinstance(args, dict) else (lambda name: getattr(args, name, None))
+    return not has(f.name) and get(f.metadata["same_as"]) is not None
 
 
 def kind_options(kind, args) -> dict:
@@ -241,6 +269,7 @@ class PositionKind:
     builder: object = field(repr=False)  # a callable ``builder(side: Side)`` or "module:function"
     checkpoint: InCheckpoint = InCheckpoint()
     options: type = None  # an options dataclass (its fields are the kind's flags), or None
+    revision: int = 0     # bumped when the kind's behaviour changes: it enters the cells' hashes (see register_kind)
 
     def build(self, side: Side):
         """The kind's module for ``side`` (None where the side needs none)."""
@@ -257,13 +286,20 @@ def _check_options(name: str, options) -> None:
         raise ValueError(f"position kind {name!r}: options must be a dataclass (its fields are the kind's flags), "
                          f"got {options!r}")
     taken = {f.name: (k.name, f) for k in _REGISTRY.values() for f in option_fields(k.options)}
+    seen = set()
     for f in dataclasses.fields(options):
         if not _NAME.fullmatch(f.name) or f.name in ("encoder_pos", "decoder_pos"):
             raise ValueError(f"position kind {name!r}: option {f.name!r} is not allowed; allowed: lower-case "
                              "letters, digits and _, starting with a letter, other than encoder_pos/decoder_pos")
-        if f.default is dataclasses.MISSING or (f.default is None and "family_default" not in f.metadata):
+        if f.default is dataclasses.MISSING or (f.default is None and "family_default" not in f.metadata
+                                                 and "same_as" not in f.metadata):
             raise ValueError(f"position kind {name!r}: option {f.name!r} needs a default (or None with a "
-                             "family_default), so that an unset flag resolves to a value the checkpoint records")
+                             "family_default or same_as), so that an unset flag resolves to a value the checkpoint "
+                             "records")
+        if "same_as" in f.metadata and f.metadata["same_as"] not in seen:
+            raise ValueError(f"position kind {name!r}: option {f.name!r} is the same as "
+                             f"{f.metadata['same_as']!r}, which must be an option declared before it")
+        seen.add(f.name)
         owner = taken.get(f.name)
         if owner is not None and owner[1] is not f:
             raise ValueError(f"position kind {name!r}: option {f.name!r} is already the option of kind "
@@ -271,7 +307,7 @@ def _check_options(name: str, options) -> None:
 
 
 def register_kind(name: str, *, families, acts: str, build=None, checkpoint: InCheckpoint = InCheckpoint(),
-                  options: type = None):
+                  options: type = None, revision: int = 0):
     """Register a position kind. Without ``build``, a decorator for the builder (as fairseq's
     ``register_model``); it returns the builder unchanged.
 
@@ -296,6 +332,10 @@ def register_kind(name: str, *, families, acts: str, build=None, checkpoint: InC
 
     Queries sit at positions ``offset ..`` (the cached steps in a decoding step), keys at ``0 ..``.
     ``checkpoint``: how posenc-pe recognises and reads it. ``options``: its flags (see ``option``).
+    ``revision``: a whole number, 0 at first, raised when what the kind does changes, so that the
+    harness does not keep cells trained with the old behaviour: a cell whose kinds have revisions
+    above 0 hashes them with its config (``posenc.harness.hashing``); at 0 the hashes are as before
+    revisions existed.
     A name may be registered once; any mistake raises ValueError naming what is allowed.
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -321,11 +361,13 @@ def register_kind(name: str, *, families, acts: str, build=None, checkpoint: InC
         raise ValueError(f"position kind {name!r}: reads={checkpoint.reads!r} needs a rebuild, a callable or "
                          "'module:function'")
     _check_options(name, options)
+    if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
+        raise ValueError(f"position kind {name!r}: revision={revision!r} is not allowed; allowed: a whole number >= 0")
 
     def register(builder):
         if not _callable_or_path(builder):
             raise ValueError(f"position kind {name!r}: build must be a callable or 'module:function'")
-        _REGISTRY[name] = PositionKind(name, families, acts, builder, checkpoint, options)
+        _REGISTRY[name] = PositionKind(name, families, acts, builder, checkpoint, options, revision)
         return builder
 
     if build is None:
@@ -404,14 +446,23 @@ register_kind("shaw", families=("transformer",), acts=KEYS_VALUES, build="posenc
               checkpoint=InCheckpoint(markers=(RELATIVE_KEYS_KEY.replace("{layer}", "0"),), reads=VECTORS,
                                       rebuild="posenc.analysis.read.relative_vectors:rebuild_shaw"),
               options=ShawOptions)
+# Revision 1 of ``shape`` (issue 40): k from 0..K-1 and positions shifted by K at inference, as the
+# authors run it, drawn from a generator of its own; of ``cape``: its draws from a generator of its
+# own, so the cells' dropout masks are those of ``sinusoidal``.
 register_kind("shape", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.shifted:build_shape",
-              checkpoint=InCheckpoint(reads=SINUSOID), options=ShapeOptions)
+              checkpoint=InCheckpoint(reads=SINUSOID), options=ShapeOptions, revision=1)
 register_kind("cape", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.shifted:build_cape",
-              checkpoint=InCheckpoint(reads=SINUSOID), options=CapeOptions)
+              checkpoint=InCheckpoint(reads=SINUSOID), options=CapeOptions, revision=1)
 
 # The kinds registered above, in this order (the contracts and the presets name them); the registry
 # itself may hold more, registered later from outside the package.
 BUILTIN_KINDS = kind_names()
+
+
+def kind_revisions(kinds) -> dict:
+    """``{kind: revision}`` of the registered ones among ``kinds`` whose revision is above 0."""
+    found = {name: find_kind(name) for name in kinds}
+    return {name: kind.revision for name, kind in sorted(found.items()) if kind is not None and kind.revision}
 
 
 def pe_kinds(family: str = None) -> tuple:

@@ -53,6 +53,12 @@ def test_the_registry_is_read_live(registry):
     assert "flat_height" not in registry.position_settings("fconv")
 
 
+@dataclass
+class LaterOptions:
+    ramp_offset: int = option(None, "as wide as the ramp", same_as="ramp_width")
+    ramp_width: int = option(3, "how wide")
+
+
 @pytest.mark.parametrize("name,options,message", [
     ("learned", {}, "'learned' is already registered"),
     ("Ramp-2", {}, "name 'Ramp-2' is not allowed"),
@@ -63,12 +69,25 @@ def test_the_registry_is_read_live(registry):
     ("ramp", {"acts": LOGITS}, "fconv cannot host a kind that acts on logits; allowed: embeddings"),
     ("ramp", {"checkpoint": InCheckpoint(reads="weights")}, "reads='weights' is not allowed"),
     ("ramp", {"build": 3}, "build must be a callable or 'module:function'"),
+    ("ramp", {"revision": -1}, "revision=-1 is not allowed; allowed: a whole number >= 0"),
+    ("ramp", {"options": "later"}, "option 'ramp_offset' is the same as 'ramp_width', which must be an option "
+                                   "declared before it"),
 ])
 def test_a_registration_is_checked(registry, name, options, message):
+    if options.get("options") == "later":
+        options = {"options": LaterOptions}
     options = {"families": ("fconv", "transformer"), "acts": EMBEDDINGS, "build": lambda side: None, **options}
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         register_kind(name, **options)
     assert registry.kind_names() == registry.BUILTIN_KINDS
+
+
+def test_revisions_are_those_of_the_kinds_that_changed(registry):
+    """shape and cape changed in issue 40; every other built-in kind is at revision 0 and adds
+    nothing to a cell's hashes (posenc.harness.hashing)."""
+    assert {k.name: k.revision for k in registry.registered_kinds() if k.revision} == {"shape": 1, "cape": 1}
+    assert registry.kind_revisions(("shape", "none")) == {"shape": 1}
+    assert registry.kind_revisions(("sinusoidal", "rope", "unknown")) == {}
 
 
 def test_an_unknown_kind_names_the_registered_ones():

@@ -1,5 +1,7 @@
 """Cells from before the optim group keep their results and checkpoints: the hashes the harness
-recorded then (commit ced5e02, the committed studies' sweeps) are proved equal, not assumed."""
+recorded then (commit ced5e02, the committed studies' sweeps) are proved equal, not assumed. So do
+cells of kinds at revision 0 recorded before kinds had revisions (issue 40), while a revised kind's
+cells (shape, cape) are never taken for the ones trained with its old behaviour."""
 
 import json
 import zipfile
@@ -9,9 +11,18 @@ import pytest
 from posenc.cells.keys import NOT_TRAINING
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, RESULT_FILE, STATE_FILE
 from posenc.harness.cell.resolve import resolve_cell
-from posenc.harness.hashing import before_optim_group, config_hash, training_hash
+from posenc.harness.hashing import (
+    KIND_REVISIONS,
+    before_optim_group,
+    cell_hashes,
+    config_hash,
+    digest,
+    hashed_config,
+    training_hash,
+)
 from posenc.harness.run import resume
 from posenc.harness.run.lifecycle import finished_result
+from posenc.kinds import find_kind
 from project import compose_cfg
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
@@ -94,3 +105,39 @@ def test_a_null_trial_hashes_as_the_configs_before_the_key_existed():
     assert config_hash(cfg) == config_hash(before) and training_hash(cfg) == training_hash(before)
     assert config_hash(compose_cfg("experiment=table4_transformer", "placement=none", "seed=2", "trial=0")) \
         != config_hash(cfg)
+
+
+# Cells of the Multi30k kinds study (/work/sweeps/seq_kinds_multi30k, trained before kinds had
+# revisions): (pe, the result.json config_hash, the state.json training_hash) of seed 1.
+MULTI30K_KINDS = ["placement=both", "seed=1", "experiment=extrapolation_multi30k", "budget.max_time_min=0",
+                  "budget.step_timeout_min=90", "data.mirror=file:///work/shared/data/multi30k"]
+BEFORE_REVISIONS = [("sinusoidal", "0f2ebcb58648a125", "637d0ba84a69be33"),
+                    ("alibi", "ec09e5f0bcef9f8c", "48163f4d0873193c"),
+                    ("shaw", "a12f72180f49103e", "6226aff76577b6b2")]
+
+
+@pytest.mark.parametrize("pe,recorded_config,recorded_training", BEFORE_REVISIONS)
+def test_kinds_at_revision_0_keep_the_hashes_their_cells_were_recorded_with(pe, recorded_config,
+                                                                             recorded_training):
+    cfg = compose_cfg(f"pe={pe}", *MULTI30K_KINDS)
+    assert cell_hashes(cfg).recognised_config(recorded_config) == config_hash(cfg) == recorded_config
+    assert cell_hashes(cfg).recognised_training(recorded_training) == training_hash(cfg) == recorded_training
+
+
+@pytest.mark.parametrize("pe", ["shape", "cape"])
+@pytest.mark.parametrize("placement", ["both", "source", "target"])
+def test_a_revised_kinds_cells_are_not_the_ones_trained_before(pe, placement):
+    cfg = compose_cfg(f"pe={pe}", *MULTI30K_KINDS, f"placement={placement}")
+    assert find_kind(pe).revision == 1
+    for ignore in ((), NOT_TRAINING):
+        data = hashed_config(cfg, ignore)
+        assert data.pop(KIND_REVISIONS) == {pe: 1}
+        before = digest(data)  # what the code before revisions hashed
+        assert config_hash(cfg, ignore) != before
+        assert cell_hashes(cfg).recognised_config(before) == "" and cell_hashes(cfg).recognised_training(before) == ""
+        assert before_optim_group(cfg, ignore) not in ("", before)  # nor the layout before the optim group
+
+
+def test_a_cell_without_the_revised_kind_on_any_side_keeps_its_hash():
+    cfg = compose_cfg("pe=shape", *MULTI30K_KINDS, "placement=none")
+    assert KIND_REVISIONS not in hashed_config(cfg)

@@ -19,13 +19,13 @@ from test_analysis_rebuild import save_like_fairseq
 EMBED, HEADS, K = 16, 4, 2  # k = 2 < the lengths below, so clipping is exercised
 
 
-def shaw_layer(seed=0, k=K):
+def shaw_layer(seed=0, k=K, heads="shared"):
     torch.manual_seed(seed)
     stock = MultiheadAttention(EMBED, HEADS, self_attention=True)
     with torch.no_grad():  # nonzero biases and tables, so a dropped term would show
         for proj in (stock.q_proj, stock.k_proj, stock.v_proj, stock.out_proj):
             proj.bias.normal_()
-    relative = ShawRelativePositions(EMBED // HEADS, k)
+    relative = ShawRelativePositions(EMBED // HEADS, k, heads, HEADS)
     with torch.no_grad():
         relative.keys.weight.normal_()
         relative.values.weight.normal_()
@@ -45,13 +45,14 @@ def paper_attention(layer, x, causal=False):
     heads = []
     for h in range(HEADS):
         cols = slice(h * dh, (h + 1) * dh)
+        own = cols if layer.relative.heads == "per_head" else slice(0, dh)  # head h's vectors, or the shared ones
         z = torch.zeros(t_len, dh, dtype=torch.float64)
         for i in range(t_len):
             keys = range(i + 1) if causal else range(t_len)
             a = {j: max(-k, min(k, j - i)) + k for j in keys}  # clip(j - i, k), as a row of w
-            e = torch.stack([q[i, cols] @ (key[j, cols] + w_k[a[j]]) / dh ** 0.5 for j in keys])
+            e = torch.stack([q[i, cols] @ (key[j, cols] + w_k[a[j], own]) / dh ** 0.5 for j in keys])
             alpha = torch.softmax(e, dim=0)
-            z[i] = sum(alpha[n] * (v[j, cols] + w_v[a[j]]) for n, j in enumerate(keys))
+            z[i] = sum(alpha[n] * (v[j, cols] + w_v[a[j], own]) for n, j in enumerate(keys))
         heads.append(z)
     out = torch.cat(heads, dim=1)
     return out @ layer.out_proj.weight.double().T + layer.out_proj.bias.double()
@@ -77,10 +78,11 @@ def batch_of(xs, left: bool):
     return batch, pad
 
 
+@pytest.mark.parametrize("heads", ["shared", "per_head"])
 @pytest.mark.parametrize("need_weights", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
-def test_full_sequence_equals_the_papers_equations_without_padding(causal, need_weights):
-    layer = shaw_layer()
+def test_full_sequence_equals_the_papers_equations_without_padding(causal, need_weights, heads):
+    layer = shaw_layer(heads=heads)
     x = sentences((7,))[0]
     with torch.no_grad():
         out, _ = layer(x[:, None], x[:, None], x[:, None], attn_mask=causal_mask(7) if causal else None,
@@ -88,11 +90,12 @@ def test_full_sequence_equals_the_papers_equations_without_padding(causal, need_
     assert torch.allclose(out[:, 0].double(), paper_attention(layer, x, causal), atol=1e-5)
 
 
+@pytest.mark.parametrize("heads", ["shared", "per_head"])
 @pytest.mark.parametrize("left", [True, False], ids=["left-padded (encoder)", "right-padded (decoder)"])
-def test_padded_batch_equals_the_papers_equations_per_sentence(left):
+def test_padded_batch_equals_the_papers_equations_per_sentence(left, heads):
     """Every sentence of a padded batch gets what the equations give it alone: pads are masked and
     only differences j - i count, so padding moves no distance."""
-    layer = shaw_layer(seed=2)
+    layer = shaw_layer(seed=2, heads=heads)
     xs = sentences()
     batch, pad = batch_of(xs, left)
     causal = not left
@@ -104,8 +107,9 @@ def test_padded_batch_equals_the_papers_equations_per_sentence(left):
         assert torch.allclose(out[real, b].double(), paper_attention(layer, x, causal), atol=1e-5), b
 
 
-def test_incremental_steps_equal_the_papers_causal_equations():
-    layer = shaw_layer(seed=3)
+@pytest.mark.parametrize("heads", ["shared", "per_head"])
+def test_incremental_steps_equal_the_papers_causal_equations(heads):
+    layer = shaw_layer(seed=3, heads=heads)
     x = sentences((6,))[0]
     state = {}
     with torch.no_grad():
@@ -133,7 +137,7 @@ def test_parameters_are_two_tables_of_2k_plus_1_by_head_dim_per_layer(k):
     none, _ = build("posenc_transformer_small", "--encoder-pos", "none", "--decoder-pos", "none")
     shaw, args = build("posenc_transformer_small", "--encoder-pos", "shaw", "--decoder-pos", "shaw", *flags)
     k = int(k or 16)
-    assert args.shaw_max_distance == k  # resolved into the args, so the checkpoint records it
+    assert args.shaw_max_distance == k and args.shaw_heads == "shared"  # resolved: the checkpoint records them
     head_dim = args.encoder_embed_dim // args.encoder_attention_heads
     layers = args.encoder_layers + args.decoder_layers
     count = [sum(p.numel() for p in m.parameters()) for m in (none, shaw)]
@@ -146,6 +150,34 @@ def test_parameters_are_two_tables_of_2k_plus_1_by_head_dim_per_layer(k):
     tables = [layer.self_attn.relative.keys.weight for layer in shaw.encoder.layers]
     assert len({t.data_ptr() for t in tables}) == len(tables)
     assert all(t.shape == (2 * k + 1, head_dim) for t in tables)
+
+
+def test_per_head_vectors_are_one_set_per_layer_and_head():
+    shaw, args = build("posenc_transformer_small", "--encoder-pos", "shaw", "--decoder-pos", "shaw",
+                       "--shaw-heads", "per_head", "--shaw-max-distance", "3")
+    assert args.shaw_heads == "per_head"
+    shared, _ = build("posenc_transformer_small", "--encoder-pos", "shaw", "--decoder-pos", "shaw",
+                      "--shaw-max-distance", "3")
+    count = [sum(p.numel() for p in m.parameters()) for m in (shared, shaw)]
+    layers = args.encoder_layers + args.decoder_layers
+    assert count[1] - count[0] == layers * 2 * 7 * (args.encoder_embed_dim - args.encoder_embed_dim
+                                                     // args.encoder_attention_heads)
+    assert all(layer.self_attn.relative.keys.weight.shape == (7, args.encoder_embed_dim) for layer in
+               shaw.encoder.layers)  # head h's vectors in columns h * head_dim ..
+
+
+def test_posenc_pe_reads_per_head_vectors_as_one_table_per_layer_and_head(tmp_path):
+    model, args = build("posenc_transformer_small", "--encoder-pos", "shaw", "--decoder-pos", "none",
+                        "--shaw-heads", "per_head", "--shaw-max-distance", "2")
+    save_like_fairseq(tmp_path / "ckpt.pt", model, args)
+    report, _ = checkpoint_report(str(tmp_path / "ckpt.pt"), run_probes=False)
+    vectors = report["tables"]["encoder"]["relative_vectors"]
+    heads, head_dim = args.encoder_attention_heads, args.encoder_embed_dim // args.encoder_attention_heads
+    assert vectors["settings"]["heads"] == "per_head" and vectors["settings"]["head_dim"] == head_dim
+    assert len(vectors["keys"]["norm"]) == args.encoder_layers * heads
+    w_k = model.encoder.layers[1].self_attn.relative.keys.weight.double()
+    head = w_k[:, 2 * head_dim:3 * head_dim]  # layer 1, head 2
+    assert vectors["keys"]["norm"][heads + 2] == pytest.approx(head.norm(dim=1).tolist())
 
 
 def test_training_reaches_both_tables_of_every_layer():

@@ -16,16 +16,22 @@ FCONV_INIT_STD = 0.1          # fconv draws token and learned position rows from
 # (the paper's experiments use k = 16 and report little change for k >= 2; quoted from memory, not
 # re-checked here).
 SHAW_MAX_DISTANCE = 16
-# SHAPE (Kiyono et al. 2021): a sequence's positions shift by k ~ U{0..K} while training. K = 40 is
-# the value the brief of issue 31 gives for butsugiri/shape's configs; it was not checked against
-# the paper or that repository here (no network): --shape-max-shift sets another.
+# Whose relative vectors: one set per layer shared by its heads (the paper's sec. 3.3, and
+# tensor2tensor's dot_product_attention_relative, checked: one [2k+1, depth] table per layer), or
+# one per layer and head (what the paper's sec. 4.1 says its base model used, as issue 40 quotes it).
+SHAW_HEADS = ("shared", "per_head")
+# SHAPE (Kiyono et al. 2021), as the authors' code runs it (butsugiri/shape, checked:
+# onmt/modules/embeddings.py draws k with torch.randint(0, K), so from 0..K-1, and at validation and
+# inference takes the rows from position K on): K = 40 is one of their configs' pe_noise_size
+# (config_shape/: 10, 20, 30, 40, 100 and 500, each for WMT'16 and for its 1-50 length split);
+# --shape-max-shift sets another, --shape-eval-offset the inference offset (default K).
 SHAPE_MAX_SHIFT = 40
 # CAPE (Likhomanenko et al. 2021): training-time global shift Delta ~ U[-a, a], local shift
 # epsilon_i ~ U[-b, b] and global scaling log lambda ~ U[-log c, log c] of continuous positions.
 # gcambara/cape's CAPE1d defaults are a = b = 0, c = 1 (no augmentation at all); the values below
-# are chosen here for MT-length sentences (a few tokens of global shift, half a token of local
-# jitter, 3% scaling) and were not checked against the paper's MT appendix (no network): flags set
-# others.
+# are the CAPE authors' "CAPE for text" example in gcambara/cape's README (checked: max_global_shift
+# 5.0, max_local_shift 0.5, max_global_scaling 1.03, normalize=False). The paper's own MT settings
+# were not checked here: flags set others.
 CAPE_MAX_GLOBAL_SHIFT = 5.0
 CAPE_MAX_LOCAL_SHIFT = 0.5
 CAPE_MAX_GLOBAL_SCALING = 1.03
@@ -74,5 +80,6 @@ def usable_positions(family: str, max_positions_arg: int, padding_idx: int) -> i
 
 
 __all__ = ["CAPE_MAX_GLOBAL_SCALING", "CAPE_MAX_GLOBAL_SHIFT", "CAPE_MAX_LOCAL_SHIFT", "FCONV_INIT_STD", "ROPE_BASE",
-           "SHAPE_MAX_SHIFT", "SHAW_MAX_DISTANCE", "SINUSOID_BASE", "SINUSOID_VARIANT", "SINUSOID_VARIANTS",
+           "SHAPE_MAX_SHIFT", "SHAW_HEADS", "SHAW_MAX_DISTANCE", "SINUSOID_BASE", "SINUSOID_VARIANT",
+           "SINUSOID_VARIANTS",
            "check_base", "default_sinusoidal_scale", "stock_position_kinds", "usable_positions"]

@@ -80,12 +80,16 @@ class SinusoidalPositionalEmbedding(nn.Module):
         self.max_positions = max_positions
         self.register_buffer("weights", self._table(init_size), persistent=False)
 
+    keeps_extra_state = False  # a subclass with state of its own (SHAPE's generator) sets True
+
     def _table(self, size: int) -> torch.Tensor:
         return model_sinusoid_table(size, self.embedding_dim, self.padding_idx, self.variant, self.scale, self.base)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # Older fairseq checkpoints stored the table and a dtype probe; both are derived here.
-        for key in ("weights", "_float_tensor"):
+        # Older fairseq checkpoints stored the table and a dtype probe; both are derived here. A
+        # shape/cape side's state holds its shift generator (posenc.encodings.shifted), which the
+        # plain sinusoid does not use: a SHAPE checkpoint loads into sinusoidal, as at inference.
+        for key in ("weights", "_float_tensor") + (() if self.keeps_extra_state else ("_extra_state",)):
             state_dict.pop(prefix + key, None)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 

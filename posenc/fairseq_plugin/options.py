@@ -5,7 +5,7 @@ import argparse
 
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 
-from posenc.kinds import family_options, kind_names, option_default, option_parser
+from posenc.kinds import family_options, kind_names, option_default, option_parser, recorded_before
 from posenc.kinds_file import ENV as KINDS_ENV
 
 
@@ -45,12 +45,15 @@ def add_position_args(parser, family: str):
 def fill_position_defaults(args, stock_encoder_kind: str, stock_decoder_kind: str, family: str):
     """Resolve every position flag in place (the kinds, and each option of the family's kinds):
     the args are what fairseq saves, so a checkpoint records the values the model used, and the
-    analysis rebuilds its closed-form tables from them."""
+    analysis rebuilds its closed-form tables from them. Arguments a checkpoint recorded before an
+    option existed (``recorded_before``) get the value that meant, so an older model runs as
+    trained (a SHAPE checkpoint of before ``shape_eval_offset`` decodes at offset 0)."""
     args.encoder_pos = getattr(args, "encoder_pos", None) or stock_encoder_kind
     args.decoder_pos = getattr(args, "decoder_pos", None) or stock_decoder_kind
+    older = {f.name for f in family_options(family) if recorded_before(f, args)}  # a checkpoint's older args
     for f in family_options(family):
         if getattr(args, f.name, None) is None:
-            setattr(args, f.name, option_default(f, family))
+            setattr(args, f.name, f.metadata["recorded_before"] if f.name in older else option_default(f, family, args))
         parse = option_parser(f)
         if parse is not None:  # a value set from code or a config, not through argparse
             setattr(args, f.name, parse(getattr(args, f.name)))

@@ -11,8 +11,8 @@ def build_without_touching_rng(factory, side: str):
     """Run ``factory()`` with the global RNG forked and reseeded from its initial seed.
 
     Position modules are built after the stock model and must not advance the global RNG: then,
-    for a given seed, every placement and kind starts from the same non-position weights and draws
-    the same dropout masks, so the cells of a sweep differ in their positions only.
+    for a given seed, every placement and kind starts from the same non-position weights and the
+    same RNG state (which dropout masks follow from it while training: docs/plugin.md).
     """
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(torch.initial_seed() + SIDE_SALT[side])

@@ -5,6 +5,11 @@ before the optim group (``Hashes``).
 
 Cells hashed before the optimiser left the budget keep their results and checkpoints.
 
+A kind whose behaviour changed has a revision above 0 (``posenc.kinds.register_kind``), which
+enters the hashes of the cells that use it (``kind_revisions`` in the hashed data): those cells are
+trained again, never taken for the ones trained with the old behaviour. A kind at revision 0 adds
+nothing, so its cells keep the hashes they always had.
+
 Until the ``optim`` group existed, each budget carried both families' optimisers
 (``budget.optim.fconv``, ``budget.optim.transformer``), so every cell's config and training hashes
 covered them. The move changes no cell's training, only where its configuration says so; without
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from omegaconf import OmegaConf
 
 from posenc.cells.keys import NOT_OUTCOME, NOT_TRAINING, NULL_IS_ABSENT
+from posenc.kinds import kind_revisions, side_kinds
 from posenc.kinds_file import content_digest
 
 
@@ -54,7 +60,28 @@ def hashed_config(cfg, ignore=()) -> dict:
             node.pop(leaf, None)
     if data.get("kinds_module") is not None:  # the user's kinds file: its content, wherever it lies
         data["kinds_module"] = {"sha256": content_digest(data["kinds_module"])}
+    revisions = cell_kind_revisions(cfg)
+    if revisions:  # a kind whose behaviour changed: its cells are not the ones trained before
+        data[KIND_REVISIONS] = revisions
     return data
+
+
+# The hashed data's entry for the revisions of the cell's kinds (``posenc.kinds.register_kind``):
+# present only where a kind the cell uses has a revision above 0, so every other cell keeps its hash.
+KIND_REVISIONS = "kind_revisions"
+
+
+def cell_kind_revisions(cfg) -> dict:
+    """``{kind: revision}`` of the kinds the cell puts on its sides (``placement`` and ``pe``) whose
+    revision is above 0; {} for a config without them or with values the cell's checks refuse."""
+    placement, pe = cfg.get("placement"), cfg.get("pe")
+    if not isinstance(placement, str) or not isinstance(pe, str):
+        return {}
+    try:
+        kinds = side_kinds(placement, pe)
+    except ValueError:
+        return {}
+    return kind_revisions(kinds)
 
 
 def digest(data: dict) -> str:

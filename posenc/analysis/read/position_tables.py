@@ -52,6 +52,7 @@ from posenc.kinds import (
     VECTORS,
     find_kind,
     kind_options,
+    option_fields,
     registered_kinds,
 )
 
@@ -209,16 +210,23 @@ def _rebuilt_sinusoid(ckpt: dict, side: str, kind: str, args: dict, family: str,
     if max_len is not None:
         n = min(n, max_len)
     settings = sinusoid_settings(args, family)
-    table = model_sinusoid_table(pad + 1 + n, int(dim), pad, settings["variant"], settings["scale"],
-                                 settings["base"])[pad + 1 :].to(torch.float64)
-    notes = [f"rebuilt as the model builds it: rows {pad + 1}..{pad + n} of the {settings['variant']} "
+    recorded = recorded_options(kind, args)
+    offset = inference_offset(kind, recorded)
+    first = pad + 1 + offset
+    table = model_sinusoid_table(first + n, int(dim), pad, settings["variant"], settings["scale"],
+                                 settings["base"])[first:].to(torch.float64)
+    notes = [f"rebuilt as the model builds it: rows {first}..{first + n - 1} of the {settings['variant']} "
              f"sinusoid, base {settings['base']:g}, times {settings['scale']:.6g}"]
-    trained_under = {name: value for name, value in recorded_options(kind, args).items()
-                     if not name.startswith("sinusoidal_")}
+    if offset:
+        settings["inference_offset"] = offset
+        notes.append(f"{kind}: every position shifted by {offset} at inference, as the checkpoint records")
+    offsets = _offset_options(kind)
+    trained_under = {name: value for name, value in recorded.items()
+                     if not name.startswith("sinusoidal_") and name not in offsets}
     if trained_under:  # a sinusoid that training moved at random (SHAPE, CAPE): how far
         settings["trained_under"] = trained_under
         ranges = ", ".join(f"{name} {value:g}" for name, value in trained_under.items() if value is not None)
-        notes.append(f"{kind}: the plain sinusoid at inference; in training its positions moved at random "
+        notes.append(f"{kind}: the sinusoid at inference; in training its positions moved at random "
                      f"within {ranges or 'ranges the checkpoint does not record'}")
     if settings["defaulted"]:
         notes.append("not recorded in the checkpoint, the plugin's defaults used: "
@@ -230,6 +238,20 @@ def _rebuilt_sinusoid(ckpt: dict, side: str, kind: str, args: dict, family: str,
 def _rotates(kind: str) -> bool:
     registered = find_kind(kind)
     return registered is not None and registered.acts == QUERIES_KEYS
+
+
+def _offset_options(kind: str) -> set:
+    """The names of a kind's options that shift every position at inference (``inference_offset``)."""
+    registered = find_kind(kind)
+    if registered is None:
+        return set()
+    return {f.name for f in option_fields(registered.options) if f.metadata.get("inference_offset")}
+
+
+def inference_offset(kind: str, recorded: dict) -> int:
+    """How far a kind shifts every position at inference, from its recorded options; 0 where the
+    checkpoint records none (it was written before the option existed, when there was no shift)."""
+    return sum(int(recorded.get(name) or 0) for name in sorted(_offset_options(kind)))
 
 
 def recorded_options(kind: str, args: dict) -> dict:

@@ -22,8 +22,8 @@ class RelativeVectors:
     kind: str
     max_distance: int          # k: distances -k .. k, the last ones shared by everything farther
     distances: torch.Tensor    # (2k+1,) long, -k .. k
-    keys: torch.Tensor         # (L, 2k+1, head_dim) float64, w^K per layer
-    values: torch.Tensor       # (L, 2k+1, head_dim) float64, w^V per layer
+    keys: torch.Tensor         # (L, 2k+1, head_dim) float64, w^K per layer (L * H tables with per-head vectors)
+    values: torch.Tensor       # (L, 2k+1, head_dim) float64, w^V per layer (the same)
     source: str
     settings: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
@@ -55,14 +55,24 @@ def rebuild_shaw(ckpt: dict, side: str, max_len):
     if rows % 2 == 0 or w_v.shape != w_k.shape:
         return None, f"{keys[layers[0]]} has shape {tuple(w_k.shape[1:])}: not (2k+1, head_dim) matching the values"
     k = rows // 2
-    recorded = model_args(ckpt).get("shaw_max_distance")
+    args = model_args(ckpt)
+    recorded = args.get("shaw_max_distance")
     notes = [f"{len(layers)} layers, k = {k} read from the shape of the tables (distances -{k}..{k}; farther "
              f"ones share the last row of their direction)"]
     if recorded is not None and int(recorded) != k:
         notes.append(f"the checkpoint records shaw_max_distance {recorded}, the tables have 2k+1 = {rows} rows")
+    settings = {"max_distance": k, "layers": len(layers), "head_dim": w_k.size(2)}
+    heads = args.get(f"{side}_attention_heads")
+    if args.get("shaw_heads") == "per_head" and heads and w_k.size(2) % int(heads) == 0:
+        # (L, 2k+1, H * Dh) -> (L * H, 2k+1, Dh): each head's vectors are a table of their own
+        heads = int(heads)
+        w_k, w_v = (w.view(len(layers), rows, heads, -1).transpose(1, 2).reshape(len(layers) * heads, rows, -1)
+                    for w in (w_k, w_v))
+        settings.update(heads="per_head", num_heads=heads, head_dim=w_k.size(2))
+        notes.append(f"one set of vectors per layer and head (shaw_heads per_head): {len(layers) * heads} tables, "
+                     f"layer-major (layer l, head h is row l * {heads} + h)")
     return RelativeVectors(side, "shaw", k, torch.arange(-k, k + 1), w_k, w_v,
-                           f"{RELATIVE_KEYS_KEY.format(side=side, layer='*')} and values",
-                           {"max_distance": k, "layers": len(layers), "head_dim": w_k.size(2)}, notes), None
+                           f"{RELATIVE_KEYS_KEY.format(side=side, layer='*')} and values", settings, notes), None
 
 
 __all__ = ["RelativeVectors", "rebuild_shaw"]
