@@ -155,6 +155,25 @@ def test_a_rerun_with_another_design_is_refused(tmp_path, given, message):
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 
+def test_a_state_from_before_the_verdicts_thresholds_resumes_only_as_it_started(tmp_path):
+    """A state without a statistic ran the seeds-only table: the default (the verdict's t) is refused
+    in one line that says so, with the state untouched; statistic=seeds resumes it as it started."""
+    plan = planner(statistic="seeds")
+    step(plan, {})
+    state = plan.state().to_json()
+    del state["settings"]["statistic"]
+    (tmp_path / SeedsState.FILE).write_text(json.dumps(state))
+    written = (tmp_path / SeedsState.FILE).read_bytes()
+    with pytest.raises(StrategyError) as err:
+        planner(before=read_state(tmp_path))
+    assert str(err.value) == ("hydra.sweeper.statistic='verdict' differs from 'seeds', with which this sweep started "
+                              "(the seeds-only t's table of the sweeps started before 2026-12-03) (its thresholds "
+                              "depend on it); allowed: statistic='seeds', or a new hydra.sweep.dir")
+    assert (tmp_path / SeedsState.FILE).read_bytes() == written
+    again = planner(before=read_state(tmp_path), statistic="seeds")
+    assert [r.state for r in again.rows] == [r.state for r in plan.rows]
+
+
 def test_an_old_rules_state_still_reads_says_so_and_is_not_continued(tmp_path):
     old = {"strategy": "seeds", "settings": {"effect": 0.5, "test_size": None, "baseline": "placement=both",
                                              "pilot_seeds": 3, "max_seeds": 10, "batch_seeds": 2, "min_seeds": 7},

@@ -7,9 +7,10 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
 - ``Design(alpha, pilot_seeds, max_seeds, spending, gamma, futility, futility_from)``: the one home
   of the defaults. ``Design.problem()`` is one line naming a bad value and what is allowed, or "";
   every other call assumes it is "".
-- ``Design.thresholds(alpha=None) -> {n: a(n)}``: the two-sided nominal p threshold for every n in
-  pilot_seeds..max_seeds at level ``alpha`` (default the design's; the sweeper asks for α/m and the
-  levels graphical Holm passes on). Cached per (spending, γ, pilot, N, alpha).
+- ``Design.thresholds(alpha=None) -> {n: a(n)}``: the two-sided nominal p threshold of the verdict's
+  t for every n in pilot_seeds..max_seeds at level ``alpha`` (default the design's; the sweeper asks
+  for α/m and the levels graphical Holm passes on). Cached per (spending, γ, pilot, N, alpha,
+  statistic); about a second each.
 - ``Look``: one look at a row (n, Δ, se, df, p; the variance components that project se to N;
   threshold and conditional power once ``decide`` has judged it). ``Look.of(seed_test)`` takes a
   ``verdict.SeedTest``; its p is the verdict's (``verdict.p_values``), so a mend of that test flows
@@ -25,7 +26,7 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   interval at that look, at the row's level); ``level`` (α / rows not rejected when it stopped).
   Decisions and Looks are JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
 - After a stop: ``stagewise_p(design, n, p, alpha)``, the stage-wise ordering p of a row that
-  stopped at look n (uniform under the null; <= alpha exactly when it crossed), and
+  stopped at look n (at least uniform under the null; at most the α spent by n when it crossed), and
   ``median_unbiased(design, look, alpha)``, the median-unbiased Δ under that ordering (normal
   theory with the look's variance components taken as known). ``design_of(settings)``: the
   Design a sweep's state ran.
@@ -34,15 +35,26 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   says so before spending seeds).
 
 Thresholds. Error spending (Lan & DeMets 1983) on information time n/N: the α spent by look n is
-f(n/N); a(n) is set so that, under the null, the chance of a first crossing at n is
-f(n/N) - f((n-1)/N). The looks' t statistics share one running variance estimate, so their joint
-law is not the normal one of the classic tables; it is free of σ, and is simulated exactly: the
-sum and the sum of squares of the seeds' differences grow by independent normal and chi-square
-blocks (``_crossings``). The first look's threshold is exact (the plain t). At a later look the
-Monte Carlo error of the α spent there has relative sd 1/sqrt(PATHS·Δα) (about 1.5% for the
-default design's second look, 3% at α/5); tests/test_sequential.py bounds it by a second seed.
-The table assumes a look at every n, so a sweep that looks less often (batches of 2) spends less
-than α: conservative. Futility is non-binding: it never changes the thresholds.
+f(n/N); a(n) is set so that, under the null, the chance of a first crossing at n is at most
+f(n/N) - f((n-1)/N). Each look tests the verdict's t: Δ over se² = s_d²/n + the test set's shared
+part, with the verdict's guarded Welch-Satterthwaite df. Its looks share one running variance
+estimate and one test set, so their joint law is not the normal one of the classic tables, and it
+depends on the shared part's size against the seeds' variance, which is not known before the
+pilot. So the table is simulated (``_verdict_crossings``) for a grid of shared parts
+(``shared_grid``), and each look takes the smallest threshold any of them needs: the level holds
+whatever the shared part (the least favourable one is 1-2% of σ² at the pilot's look, where the
+seeds-only table let a row at α/5 reject 1.17 times as often as it should;
+results/significance_calibration.md). Without a shared part the verdict's t is the seeds' own t,
+whose table (``_crossings``) is exact up to Monte Carlo error: the sum and the sum of squares of
+the seeds' differences grow by independent normal and chi-square blocks. The shared part is taken
+as known (it is estimated from every sentence) and the sentences as endless (the verdict's df is
+then largest: least favourable). Monte Carlo: the α spent at a later look has relative sd
+1/sqrt(paths·Δα) (about 1.5% for the default design's second look on the seeds' 2,000,000 paths,
+5% at α/5 on a shared part's 400,000); the minimum over the grid errs towards smaller thresholds.
+tests/test_sequential.py bounds the error by a second seed. ``Design.statistic="seeds"`` keeps the
+seeds-only table of sweeps started before 2026-12-03 (their states carry no statistic). The
+table assumes a look at every n, so a sweep that looks less often (batches of 2) spends less than
+α: conservative. Futility is non-binding: it never changes the thresholds.
 
 Conditional power (Lan & Wittes 1988; Jennison & Turnbull 2000, ch. 10): with information
 I_n = 1/se_n² and se_N² = spread/N + shared (the row's seeds' spread and the test set's shared
@@ -64,13 +76,20 @@ from functools import cache
 
 import numpy as np
 
-from posenc.stats.verdict import BETTER, NO_EVIDENCE, WORSE, degrees_of_freedom
+from posenc.stats.verdict import BETTER, NO_EVIDENCE, WORSE, degrees_of_freedom, guard_factor
 
 EFFICACY, FUTILITY, MAX = "efficacy", "futility", "max_seeds"    # Decision.stopped ("" while going on)
 SPENDING = ("hsd", "obf", "pocock")
+# What the thresholds are simulated for: the verdict's t (its se with the test set's shared part, its
+# guarded Welch-Satterthwaite df), least favourable over the shared part; or the seeds-only t, the
+# table of sweeps started before 2026-12-03, anticonservative for the verdict's t by up to 17% at α/5.
+STATISTICS = ("verdict", "seeds")
+OLDER = {"statistic": "seeds"}  # what a state written before a setting existed ran
 GAMMA_RANGE = (-10.0, 10.0)   # HSD's γ: -4 is OBF-like, 1 Pocock-like; beyond ±10 the spending is a step
 MAX_LOOKS = 100               # max_seeds cap: the Monte Carlo's cost grows with the looks
 PATHS, PATHS_SEED = 2_000_000, 20261202   # the thresholds' Monte Carlo: paths and its fixed seed
+VERDICT_PATHS = 400_000                    # paths per shared part of the verdict's t (``shared_grid``)
+SHARED_TOP, SHARED_FLOOR = 0.08, 0.004     # the shared parts tried, in units of the seeds' σ²
 POWER = 0.8                   # the power "could still have found" and ``reachable`` speak of
 
 
@@ -85,6 +104,7 @@ class Design:
     gamma: float = -2.0
     futility: float = 0.10     # stop for futility when the conditional power at the effect falls below this
     futility_from: int = 5     # the first n at which futility may stop a row
+    statistic: str = "verdict"  # STATISTICS: the test whose crossings the thresholds are simulated for
 
     def problem(self) -> str:
         """What is wrong with these values, in one line naming the value and what is allowed, or ""."""
@@ -98,6 +118,9 @@ class Design:
                 return f"{name}={value!r} is not allowed; allowed: a finite number"
         if self.spending not in SPENDING:
             return f"spending={self.spending!r} is not allowed; allowed: {', '.join(SPENDING)}"
+        if self.statistic not in STATISTICS:
+            return (f"statistic={self.statistic!r} is not allowed; allowed: {', '.join(STATISTICS)} (the verdict's t, "
+                    f"or the seeds-only t of sweeps started before 2026-12-03)")
         if not 0 < self.alpha < 1:
             return f"alpha={self.alpha!r} is not allowed; allowed: 0 < alpha < 1"
         if not GAMMA_RANGE[0] <= self.gamma <= GAMMA_RANGE[1]:
@@ -126,13 +149,15 @@ class Design:
         """{n: a(n)}: reject at look n when the two-sided p <= a(n), at level ``alpha`` (default the
         design's). Cached; the first call for a level costs about half a second."""
         alpha = self.alpha if alpha is None else float(alpha)
-        table = _thresholds(self.spending, float(self.gamma), self.pilot_seeds, self.max_seeds, alpha)
+        table = _thresholds(self.spending, float(self.gamma), self.pilot_seeds, self.max_seeds, alpha, self.statistic)
         return dict(zip(range(self.pilot_seeds, self.max_seeds + 1), table))
 
 
 def design_of(settings: dict) -> Design:
-    """The Design a sweep's settings (as its state keeps them) ran; other keys are ignored."""
-    return Design(**{f.name: settings[f.name] for f in fields(Design) if f.name in settings})
+    """The Design a sweep's settings (as its state keeps them) ran; other keys are ignored, and a
+    setting the state predates is what it ran then (``OLDER``)."""
+    given = {**OLDER, **settings}
+    return Design(**{f.name: given[f.name] for f in fields(Design) if f.name in given})
 
 
 def spending(kind: str, time, alpha: float, gamma: float = Design.gamma) -> np.ndarray:
@@ -153,9 +178,28 @@ def spending(kind: str, time, alpha: float, gamma: float = Design.gamma) -> np.n
 
 
 @cache
-def _thresholds(kind: str, gamma: float, pilot: int, most: int, alpha: float) -> tuple:
+def _thresholds(kind: str, gamma: float, pilot: int, most: int, alpha: float, statistic: str = "verdict") -> tuple:
     looks = tuple(range(pilot, most + 1))
-    return _crossings(looks, tuple(spending(kind, np.array(looks) / most, alpha, gamma).tolist()))
+    spent = tuple(spending(kind, np.array(looks) / most, alpha, gamma).tolist())
+    table = _crossings(looks, spent)   # the seeds-only t: the verdict's t without a shared part, exact
+    if statistic == "verdict":         # each look's least favourable shared part
+        for shared in shared_grid(pilot, most):
+            table = tuple(map(min, table, _verdict_crossings(looks, spent, shared)))
+    return table
+
+
+def shared_grid(pilot: int, most: int) -> tuple:
+    """The shared parts (in units of the seeds' variance σ²) whose crossings the verdict's thresholds
+    take the least favourable of: halvings from 0.08 down to below 0.004·pilot/most. The excess of
+    the seeds-only table peaks where the shared part is about 1-2% of σ² at the pilot's look and
+    moves down as 1/n; from 0.08 up the verdict's t only needs larger thresholds
+    (results/significance_calibration.md)."""
+    out, shared = [], SHARED_TOP
+    while shared >= SHARED_FLOOR * pilot / most:
+        out.append(shared)
+        shared /= 2
+    out.append(shared)
+    return tuple(out)
 
 
 def _paths(looks: tuple, paths: int = PATHS, seed: int = PATHS_SEED):
@@ -203,14 +247,65 @@ def _crossings(looks: tuple, spent: tuple, paths: int = PATHS, seed: int = PATHS
     return tuple(out)
 
 
+def _verdict_paths(looks: tuple, shared: float, paths: int = VERDICT_PATHS, seed: int = PATHS_SEED):
+    """Yields ``(|t|, s_n²/n)`` of the verdict's t for ``paths`` null sequences at each of the
+    cumulative seed counts ``looks``: Δ_n = c + the mean of n seeds' differences (σ = 1), c ~ N(0,
+    shared) drawn once per sequence (the one test set every seed is scored on), se_n² = s_n²/n +
+    shared with the shared part taken as known. The seeds' sums grow as in ``_paths``."""
+    rng = np.random.default_rng(seed)
+    offset = rng.standard_normal(paths) * math.sqrt(shared)
+    n = looks[0]
+    total = rng.standard_normal(paths) * math.sqrt(n)
+    squares = rng.chisquare(n - 1, paths)
+    for k, look in enumerate(looks):
+        if k:
+            m = look - n
+            block = rng.standard_normal(paths) * math.sqrt(m)
+            squares += (rng.chisquare(m - 1, paths) if m > 1 else 0.0) + n * m / (n + m) * (block / m - total / n) ** 2
+            total += block
+            n = look
+        seed_part = squares / (n - 1) / n
+        yield np.abs(offset + total / n) / np.sqrt(seed_part + shared), seed_part
+
+
+def _verdict_crossings(looks: tuple, spent: tuple, shared: float, paths: int = VERDICT_PATHS,
+                       seed: int = PATHS_SEED) -> tuple:
+    """Nominal p thresholds of the verdict's t with a shared part ``shared`` (σ² = 1) at the
+    cumulative seed counts ``looks`` whose first crossings under the null spend ``spent``. The p is
+    the verdict's, with its guarded Welch-Satterthwaite df at endless sentences (the largest df, so
+    the least favourable). It is computed only where it can reach the threshold: that df is at
+    least n - 1, so p lies between the normal's tail and the t(n - 1)'s at the same |t|."""
+    from scipy import special
+
+    alive = np.ones(paths, dtype=bool)
+    out, before = [], 0.0
+    for k, (n, (t, seed_part)) in enumerate(zip(looks, _verdict_paths(looks, shared, paths, seed))):
+        hits = round((spent[k] - before) * paths)
+        before = spent[k]
+        t = np.where(alive, t, 0.0)
+        if not 0 < hits <= alive.sum():
+            out.append(0.0)
+            continue
+        kth = float(np.partition(t, paths - hits)[paths - hits])     # the hits-th largest |t| alive
+        bound = 2 * special.stdtr(n - 1, -kth)                        # the hits-th smallest p is at most this
+        near = np.flatnonzero(t >= -special.ndtri(bound / 2))          # p <= bound needs a normal tail <= bound
+        df = degrees_of_freedom(seed_part[near], shared, n, math.inf, guard_factor(n))
+        p = 2 * special.stdtr(df, -t[near])
+        threshold = float(np.partition(p, hits - 1)[hits - 1])
+        alive[near[p <= threshold]] = False
+        out.append(threshold)
+    return tuple(out)
+
+
 @cache
-def _stagewise_tails(kind: str, gamma: float, pilot: int, most: int, alpha: float, n: int) -> np.ndarray:
+def _stagewise_tails(kind: str, gamma: float, pilot: int, most: int, alpha: float, n: int,
+                     statistic: str = "verdict") -> np.ndarray:
     """The sorted |t| at look n of the null paths that crossed no earlier threshold (those of
     ``_crossings``: the same paths)."""
     from scipy import special
 
     looks = tuple(range(pilot, n + 1))
-    table = _thresholds(kind, gamma, pilot, most, alpha)
+    table = _thresholds(kind, gamma, pilot, most, alpha, statistic)
     alive = np.ones(PATHS, dtype=bool)
     for look, t in zip(looks, _paths(looks)):
         if look == n:
@@ -222,16 +317,18 @@ def stagewise_p(design: "Design", n: int, p: float, alpha: float = None) -> floa
     """The stage-wise ordering p of a row that stopped at look ``n`` with the verdict's p ``p``, at
     level ``alpha`` (its row's; Jennison & Turnbull 2000, §8.4): the null chance of a crossing at an
     earlier look (the α the design spent before n) and of reaching look n with a p at or below
-    this one (the thresholds' Monte Carlo paths). At the pilot's look it is p itself; it is at most
-    the α spent by look n exactly when p <= a(n). The verdict's p enters on the seeds' t scale at
-    n - 1 df, as the thresholds compare it."""
+    this one (the seeds-only Monte Carlo paths). At the pilot's look it is p itself; it is at most
+    the α spent by look n when p <= a(n). The verdict's p enters on the seeds' t scale at n - 1 df.
+    The verdict's thresholds spend at most the α of each look, so the earlier looks' part, the α
+    spent, errs large: the p is conservative."""
     from scipy import special
 
     alpha = design.alpha if alpha is None else float(alpha)
     n = int(n)
     if n <= design.pilot_seeds:
         return float(p)
-    tails = _stagewise_tails(design.spending, float(design.gamma), design.pilot_seeds, design.max_seeds, alpha, n)
+    tails = _stagewise_tails(design.spending, float(design.gamma), design.pilot_seeds, design.max_seeds, alpha, n,
+                             design.statistic)
     t = special.stdtrit(n - 1, 1 - p / 2)
     beyond = (len(tails) - np.searchsorted(tails, t, side="left")) / PATHS
     return float(design.spent(alpha)[n - 1] + beyond)

@@ -148,11 +148,14 @@ class SeedsPlanner:
             raise StrategyError("this sweep directory was started by the seeds strategy's old rule (min_seeds, "
                                 "plans from the seeds' spread); allowed: a new hydra.sweep.dir for the group "
                                 "sequential design")
-        for key in DESIGN_SETTINGS:
-            was, now = before.settings.get(key), getattr(self.settings.design, key)
+        for key in DESIGN_SETTINGS:  # a state that predates a setting ran what OLDER says
+            was, now = before.settings.get(key, sequential.OLDER.get(key)), getattr(self.settings.design, key)
             if was != now:
-                raise StrategyError(f"hydra.sweeper.{key}={now!r} differs from {was!r}, with which this sweep started "
-                                    f"(its thresholds depend on it); allowed: {key}={was!r}, or a new hydra.sweep.dir")
+                older = (" (the seeds-only t's table of the sweeps started before 2026-12-03)"
+                         if key not in before.settings else "")
+                raise StrategyError(f"hydra.sweeper.{key}={now!r} differs from {was!r}, with which this sweep started"
+                                    f"{older} (its thresholds depend on it); allowed: {key}={was!r}, or a new "
+                                    f"hydra.sweep.dir")
         check_family(before, self.settings, self.rows)
         kept = {tuple(r.overrides): r for r in before.rows}
         for row in self.rows:
