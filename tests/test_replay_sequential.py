@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from posenc.stats.sequential import spending
+from posenc.stats.sequential import Design, spending
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "replay_sequential.py"
 
@@ -37,8 +37,21 @@ def test_a_pilot_p_between_the_two_gammas_first_thresholds_stops_only_under_the_
     at3 = {g: float(spending("hsd", 0.3, level, g)) for g in (-3.0, -2.0)}   # the first look: the α spent
     assert at3[-3.0] < at3[-2.0]
     write(tmp_path / "sweep", (at3[-3.0] + at3[-2.0]) / 2)
-    assert replay(tmp_path / "sweep", "--gamma", "-3").count("open after its last recorded look") == 3
-    assert replay(tmp_path / "sweep", "--gamma", "-2").count("->  efficacy at 3 seeds") == 3
+    seeds = ("--statistic", "seeds")                   # the first look's closed form is the seeds-only t's
+    assert replay(tmp_path / "sweep", "--gamma", "-3", *seeds).count("open after its last recorded look") == 3
+    assert replay(tmp_path / "sweep", "--gamma", "-2", *seeds).count("->  efficacy at 3 seeds") == 3
+
+
+def test_a_pilot_p_the_verdicts_thresholds_refuse_stops_only_under_the_seeds_only_table(tmp_path):
+    """A state of before the statistic was recorded ran the seeds-only table; replayed for the
+    verdict's t (the default), a pilot p between the two tables' a(3) at α/3 no longer stops."""
+    level = 0.05 / 3
+    verdict, seeds = (Design(gamma=-3.0, statistic=s).thresholds(level)[3] for s in ("verdict", "seeds"))
+    assert verdict < seeds / 2
+    write(tmp_path / "sweep", (verdict + seeds) / 2)
+    out = replay(tmp_path / "sweep", "--gamma", "-3")
+    assert "ran at γ = -3 for the seeds t, replayed at γ = -3 for the verdict t" in out
+    assert out.count("open after its last recorded look") == 3
 
 
 @pytest.mark.parametrize("args,message", [(["--gamma", "11"], "gamma=11.0 is not allowed"),
