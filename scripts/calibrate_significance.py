@@ -35,7 +35,10 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Its pa
   and three rows sharing a baseline, in the adaptive part's worlds at 1 and 3 times the pilot's
   sentences with max_seeds 10: the family-wise false-positive rate, the power and seeds per row
   at the planned Δ and 2, 5 and 20 times it, the fixed design of the same power, and today's rule
-  (SeedsRule, max_seeds 10) beside it.
+  (SeedsRule, max_seeds 10) beside it;
+- mixed (not run by default; issue 38, item 6): families of 3, 4 and 5 rows sharing a baseline,
+  some at E or 5E and the others true nulls, where a rejection passes its α on to the nulls: the
+  family-wise error (any null row called better or worse), the true rows' power and seeds.
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
 largest size must not exceed it.
@@ -47,6 +50,7 @@ largest size must not exceed it.
 import argparse
 import gzip
 import itertools
+import math
 import os
 import platform
 import sys
@@ -435,6 +439,41 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
     return table(header, rows)
 
 
+MIXED_FAMILIES = ((5, 5, 0), (1, 0, 0), (5, 5, 0, 0), (1, 1, 0, 0), (5, 5, 5, 0, 0), (1, 0, 0, 0, 0))
+MIXED_WORLDS = ((1, 1), (4, 3))     # (seeds' part / sentence part, test size / PILOT_SIZE)
+
+
+def mixed_part(pool, noise, sweeps, seed, quick=False):
+    """Families where the α passes on to true nulls (issue 38, item 6): rows sharing one baseline,
+    some at a multiple of the planned Δ = E, the others at Δ = 0 (``MIXED_FAMILIES``), run by the
+    design's defaults as a sweep runs it (``simulate.sequential``, a look after every seed), in two
+    of the adaptive part's worlds. The family-wise error is the share of sweeps in which any true
+    null row is called better or worse; beside it the true rows' power and seeds."""
+    from posenc.stats.sequential import Design
+    from posenc.stats.simulate import sequential
+
+    design = Design()
+    sentence_n = world_parts(pool, noise, PILOT_SIZE, seed, sweeps=100)[0]
+    rows = []
+    for i, (ratio, factor) in enumerate(MIXED_WORLDS[:1] if quick else MIXED_WORLDS):
+        size, effect, _, _, seed_sd = adaptive_world(pool, noise, ratio, factor, seed, sentence_n)
+        for j, multiples in enumerate(MIXED_FAMILIES[:2] if quick else MIXED_FAMILIES):
+            run = sequential(pool, Setting(0, size, seed_sd, tuple(m * effect for m in multiples), noise), design,
+                             effect, len(multiples), sweeps, seed=seed + 100 * i + j, batch_seeds=1)
+            null, true = np.array(multiples) == 0, np.array(multiples) > 0
+            fwer = float(np.mean((run["verdict"][:, null] != 0).any(1)))
+            cells = [f"{ratio:g}", str(size), f"{effect:.2f}", " ".join(f"{m}E" if m else "0" for m in multiples),
+                     str(sweeps), f"{fwer:.4f}", f"{3 * math.sqrt(0.05 * 0.95 / sweeps):.4f}",
+                     f"{np.mean(run['verdict'][:, true] == 1):.3f}", f"{run['seeds'][:, true].mean():.2f}",
+                     f"{run['seeds'][:, null].mean():.2f}"]
+            rows.append(cells)
+            print(" | ".join(cells), flush=True)
+    header = ["seeds' part / sentence part", "sentences", "planned Δ = E", "the family's rows (true Δ)", "sweeps",
+              "family-wise error: a true null called better or worse", "3 sd of a rate of 0.05",
+              "power of the true rows", "seeds per true row", "seeds per null row"]
+    return table(header, rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("references", type=Path, help="one reference sentence a line, plain or .gz")
@@ -469,11 +508,13 @@ def main():
                         help="seeds a row gets between two looks in the sequential part (default 1, the sweeper's)")
     parser.add_argument("--sequential-gamma", type=float, default=None,
                         help="the sequential part's Hwang-Shih-DeCani γ (default: Design()'s)")
+    parser.add_argument("--mixed", type=int, default=5000,
+                        help="sweeps per family of the mixed part (default 5000)")
     parser.add_argument("--today", type=int, default=2000,
                         help="its sweeps per Δ of today's rule, one row (default 2000)")
     parser.add_argument("--only", default="null,effects,planning",
                         help="parts to run, of null, effects, planning, adaptive, holm, holm-power, booking, "
-                             "sequential (default the first three)")
+                             "sequential, mixed (default the first three)")
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                         help="the null part's seed counts (default 3,5,10; to split the study over processes)")
     args = parser.parse_args()
@@ -481,7 +522,7 @@ def main():
     refs = read_references(args.references, args.pool)
     parts = set(args.only.split(","))
     adaptive_size = PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS))
-    sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "holm": max(HOLM_SIZES[3]),
+    sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "mixed": adaptive_size, "holm": max(HOLM_SIZES[3]),
              "holm-power": max(HOLM_POWER_SIZES), "booking": PILOT_SIZE * HELD_OUT_FACTOR}
     needed = max(sizes.get(part, max(SIZES)) for part in parts)
     if len(refs) < needed:
@@ -517,6 +558,9 @@ def main():
     if "booking" in parts:
         lines += [f"## The booking of pilots whose seeds agree, {args.noise} errors", "",
                   *booking_part(pool, args.noise, args.held_out, 16000), ""]
+    if "mixed" in parts:
+        lines += [f"## Families of true nulls and true effects (issue 38), {args.noise} errors", "",
+                  *mixed_part(pool, args.noise, args.mixed, 17000, args.quick), ""]
     if "sequential" in parts:
         gamma = f", γ = {args.sequential_gamma:g}" if args.sequential_gamma is not None else ""
         lines += [f"## The group sequential design (issue 30){gamma}, {args.noise} errors", "",

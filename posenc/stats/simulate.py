@@ -91,7 +91,7 @@ class Setting:
     seeds: int
     sentences: int
     seed_sd: float          # sd of one system's corpus BLEU over seeds from its rate (before sentence noise)
-    effect: float           # true difference in BLEU, row minus baseline
+    effect: float           # true difference in BLEU, row minus baseline (a tuple: one per row, ``sequential``)
     noise: str = "partly shared"
     base_bleu: float = 40.0
 
@@ -142,8 +142,9 @@ def _outputs(pool: Pool, setting: Setting, count: int, rng: np.random.Generator,
                         np.where(kind < across, d_across, d_within))
     fresh = sweeps.kind >= across + within
     uniform, draw = np.where(fresh, u_fresh, sweeps.uniform), np.where(fresh, d_fresh, sweeps.draw)
-    bleus = setting.base_bleu + setting.effect * (np.arange(systems) > 0)[None, :, None] + \
-        setting.seed_sd * rng.standard_normal((count, systems, n))
+    effects = np.zeros(systems)
+    effects[1:] = setting.effect          # one Δ for every row, or one each
+    bleus = setting.base_bleu + effects[None, :, None] + setting.seed_sd * rng.standard_normal((count, systems, n))
     position = np.interp(pool.rate_for(bleus), pool.rates, np.arange(len(pool.rates)))[..., None]   # (c, 2, n, 1)
     low = np.floor(position).astype(int)
     grid = np.where(uniform < position - low, np.minimum(low + 1, len(pool.rates) - 1), low)
@@ -318,9 +319,10 @@ SEQUENTIAL_STOPS = ("", "efficacy", "futility", "max_seeds")   # ``sequential``'
 def sequential(pool: Pool, setting: Setting, design, plan_effect: float, rows: int = 1, comparisons: int = 1000,
                seed: int = 0, batch_seeds: int = 2, chunk: int = 100):
     """``comparisons`` sweeps of ``rows`` rows sharing one baseline, every row ``setting.effect``
-    above it, run by the group sequential design (``posenc.stats.sequential``) as the sweeper runs
-    it: the pilot's ``design.pilot_seeds`` seeds, then a look after every batch of ``batch_seeds``
-    (the last batch only up to max_seeds); at each look every running row's comparison with the
+    above it (or row r ``setting.effect[r]``: a family of true nulls and true effects), run by the
+    group sequential design (``posenc.stats.sequential``) as the sweeper runs it: the pilot's
+    ``design.pilot_seeds`` seeds, then a look after every batch of ``batch_seeds`` (the last batch
+    only up to max_seeds); at each look every running row's comparison with the
     baseline is the verdict's test on all its seeds so far (``verdict.p_values``, its components as
     the report takes them), and ``sequential.decide`` (graphical Holm over the rows, futility at
     ``plan_effect``, the decisions taken frozen) says which rows stop. The baseline runs while any
