@@ -36,6 +36,9 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Its pa
   sentences with max_seeds 10: the family-wise false-positive rate, the power and seeds per row
   at the planned Δ and 2, 5 and 20 times it, the fixed design of the same power, and today's rule
   (SeedsRule, max_seeds 10) beside it;
+- depth (not run by default; issue 38, item 2): the verdict's t under the null at levels α/1..α/5
+  against the thresholds simulated for it and for the seeds-only t, over the test set's shared part
+  (normal seeds, no corpus);
 - mixed (not run by default; issue 38, item 6): families of 3, 4 and 5 rows sharing a baseline,
   some at E or 5E and the others true nulls, where a rejection passes its α on to the nulls: the
   family-wise error (any null row called better or worse), the true rows' power and seeds.
@@ -439,6 +442,46 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
     return table(header, rows)
 
 
+DEPTH_SHARED = (0.0, 0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.3, 1.0)
+
+
+def depth_part(paths, seed):
+    """The verdict's t against the design's thresholds at every depth Holm uses (issue 38, item 2):
+    one row at level α/m, m = 1..5, under the null, with a look at every n (pilot 3, N 10). Normal
+    seed differences (σ = 1) and one shared test-set draw c ~ N(0, shared) per sweep; each look's p
+    is the verdict's (``verdict.p_values``, 1,000 sentences). The rejection rate over α/m, for the
+    thresholds simulated for the verdict's t (the default) and for the seeds-only t (before)."""
+    from posenc.stats.sequential import Design
+    from posenc.stats.verdict import p_values
+
+    rows = []
+    for m in range(1, 6):
+        level = 0.05 / m
+        cells = {}
+        for statistic in ("verdict", "seeds"):
+            table = Design(statistic=statistic).thresholds(level)
+            rates = []
+            for j, shared in enumerate(DEPTH_SHARED):
+                rng = np.random.default_rng(seed + j)
+                d = rng.standard_normal((paths, 1)) * math.sqrt(shared) + rng.standard_normal((paths, 10))
+                rejected = np.zeros(paths, dtype=bool)
+                for n, a in table.items():
+                    x = d[:, :n]
+                    rejected |= p_values(x.mean(1), x.std(1, ddof=1), shared, shared, n, 1000)[0] <= a
+                rates.append(rejected.mean() / level)
+            cells[statistic] = rates
+        for statistic in ("verdict", "seeds"):
+            row = [f"α/{m}" if m > 1 else "α", {"verdict": "verdict's t (now)", "seeds": "seeds-only t (before)"}[
+                statistic], *(f"{r:.3f}" for r in cells[statistic]), f"{max(cells[statistic]):.3f}"]
+            rows.append(row)
+            print(" | ".join(row), flush=True)
+    sd = math.sqrt(0.01 * 0.99 / paths) / 0.01
+    header = ["level", "thresholds for", *(f"shared {h:g}" for h in DEPTH_SHARED), "worst"]
+    return table(header, rows) + ["", f"Rejection rate / level under the null, {paths:,} sweeps per cell (Monte Carlo "
+                                      f"sd of the ratio: {sd:.3f} at α/5, less above); shared: the test set's shared "
+                                      f"part in units of the seeds' variance."]
+
+
 MIXED_FAMILIES = ((5, 5, 0), (1, 0, 0), (5, 5, 0, 0), (1, 1, 0, 0), (5, 5, 5, 0, 0), (1, 0, 0, 0, 0))
 MIXED_WORLDS = ((1, 1), (4, 3))     # (seeds' part / sentence part, test size / PILOT_SIZE)
 
@@ -508,13 +551,15 @@ def main():
                         help="seeds a row gets between two looks in the sequential part (default 1, the sweeper's)")
     parser.add_argument("--sequential-gamma", type=float, default=None,
                         help="the sequential part's Hwang-Shih-DeCani γ (default: Design()'s)")
+    parser.add_argument("--depth", type=int, default=400_000,
+                        help="sweeps per cell of the depth part (default 400,000)")
     parser.add_argument("--mixed", type=int, default=5000,
                         help="sweeps per family of the mixed part (default 5000)")
     parser.add_argument("--today", type=int, default=2000,
                         help="its sweeps per Δ of today's rule, one row (default 2000)")
     parser.add_argument("--only", default="null,effects,planning",
                         help="parts to run, of null, effects, planning, adaptive, holm, holm-power, booking, "
-                             "sequential, mixed (default the first three)")
+                             "sequential, mixed, depth (default the first three)")
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                         help="the null part's seed counts (default 3,5,10; to split the study over processes)")
     args = parser.parse_args()
@@ -558,6 +603,9 @@ def main():
     if "booking" in parts:
         lines += [f"## The booking of pilots whose seeds agree, {args.noise} errors", "",
                   *booking_part(pool, args.noise, args.held_out, 16000), ""]
+    if "depth" in parts:
+        lines += ["## The verdict's t at every depth (issue 38), normal seeds and one shared draw", "",
+                  *depth_part(args.depth, 18000), ""]
     if "mixed" in parts:
         lines += [f"## Families of true nulls and true effects (issue 38), {args.noise} errors", "",
                   *mixed_part(pool, args.noise, args.mixed, 17000, args.quick), ""]

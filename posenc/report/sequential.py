@@ -104,8 +104,11 @@ def strategy_notes(report) -> list:
     size = f"{s['test_size']} test sentences" if s.get("test_size") else "this test set"
     if state.old_rule:
         return [old_rule_note(s, size)]
+    statistic = ("the verdict's t, at its least favourable test-set share" if design_of(s).statistic == "verdict"
+                 else "the seeds-only t, as sweeps started before 2026-12-03 ran them")
     return [f"Seeds strategy (hydra/sweeper=posenc_seeds), a group sequential design: max_seeds N = "
-            f"{s.get('max_seeds')} and the thresholds a(n) fixed before the pilot ({s.get('spending')} spending"
+            f"{s.get('max_seeds')} and the thresholds a(n) fixed before the pilot, for {statistic} "
+            f"({s.get('spending')} spending"
             + (f", γ = {s.get('gamma')}" if s.get("spending") == "hsd" else "")
             + f", α = {s.get('alpha')} over the rows sharing a baseline by graphical Holm); a look after the "
             f"{s.get('pilot_seeds')}-seed pilot and after every batch of {s.get('batch_seeds')}. A row stops for "
@@ -114,8 +117,8 @@ def strategy_notes(report) -> list:
             f"{s.get('futility')}, or at N; its verdict is then frozen. A baseline row runs while any of its rows "
             "runs. For these rows the verdict, *, Δ and Δ CI above are the stopping look's (the CI is the repeated CI "
             "at the row's level), p seeds (Holm) is empty, and the CSV's p_seeds is the stage-wise ordering p at the "
-            "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; it is at most the row's α exactly "
-            "when the row rejected), never the fixed-sample p of seeds chosen by looks. " + OVERSTATES]
+            "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; conservative, and at most the "
+            "row's α when the row rejected), never the fixed-sample p of seeds chosen by looks. " + OVERSTATES]
 
 
 def old_rule_note(s: dict, size: str) -> str:
