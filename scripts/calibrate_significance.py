@@ -567,7 +567,7 @@ def main():
     refs = read_references(args.references, args.pool)
     parts = set(args.only.split(","))
     adaptive_size = PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS))
-    sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "mixed": adaptive_size, "holm": max(HOLM_SIZES[3]),
+    sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "mixed": adaptive_size, "depth": 0, "holm": max(HOLM_SIZES[3]),
              "holm-power": max(HOLM_POWER_SIZES), "booking": PILOT_SIZE * HELD_OUT_FACTOR}
     needed = max(sizes.get(part, max(SIZES)) for part in parts)
     if len(refs) < needed:
