@@ -49,8 +49,9 @@ whose table (``_crossings``) is exact up to Monte Carlo error: the sum and the s
 the seeds' differences grow by independent normal and chi-square blocks. The shared part is taken
 as known (it is estimated from every sentence) and the sentences as endless (the verdict's df is
 then largest: least favourable). Monte Carlo: the α spent at a later look has relative sd
-1/sqrt(paths·Δα) (about 1.5% for the default design's second look on the seeds' 2,000,000 paths,
-5% at α/5 on a shared part's 400,000); the minimum over the grid errs towards smaller thresholds.
+1/sqrt(paths·Δα) (for the default design's second look, about 1.3% at α on the seeds' 2,000,000
+paths and 6% at α/5 on a shared part's 400,000); the minimum over the grid errs towards smaller
+thresholds.
 tests/test_sequential.py bounds the error by a second seed. ``Design.statistic="seeds"`` keeps the
 seeds-only table of sweeps started before 2026-12-03 (their states carry no statistic). The
 table assumes a look at every n, so a sweep that looks less often (batches of 2) spends less than
