@@ -459,13 +459,13 @@ def depth_part(paths, seed):
         level = 0.05 / m
         cells = {}
         for statistic in ("verdict", "seeds"):
-            table = Design(statistic=statistic).thresholds(level)
+            thresholds = Design(statistic=statistic).thresholds(level)
             rates = []
             for j, shared in enumerate(DEPTH_SHARED):
                 rng = np.random.default_rng(seed + j)
                 d = rng.standard_normal((paths, 1)) * math.sqrt(shared) + rng.standard_normal((paths, 10))
                 rejected = np.zeros(paths, dtype=bool)
-                for n, a in table.items():
+                for n, a in thresholds.items():
                     x = d[:, :n]
                     rejected |= p_values(x.mean(1), x.std(1, ddof=1), shared, shared, n, 1000)[0] <= a
                 rates.append(rejected.mean() / level)
@@ -567,7 +567,8 @@ def main():
     refs = read_references(args.references, args.pool)
     parts = set(args.only.split(","))
     adaptive_size = PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS))
-    sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "mixed": adaptive_size, "depth": 0, "holm": max(HOLM_SIZES[3]),
+    sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "mixed": adaptive_size, "depth": 0,
+             "holm": max(HOLM_SIZES[3]),
              "holm-power": max(HOLM_POWER_SIZES), "booking": PILOT_SIZE * HELD_OUT_FACTOR}
     needed = max(sizes.get(part, max(SIZES)) for part in parts)
     if len(refs) < needed:
