@@ -204,12 +204,11 @@ def shared_grid(pilot: int, most: int) -> tuple:
     return tuple(out)
 
 
-def _paths(looks: tuple, paths: int = PATHS, seed: int = PATHS_SEED):
-    """Yields |t| of ``paths`` null sequences at each of the cumulative seed counts ``looks`` (σ = 1:
-    the t's law is free of σ), block by block: a block of m seeds adds a normal sum B (variance m)
-    and a chi-square(m - 1) sum of squares about its mean, and the pooled sum of squares grows by
-    n·m/(n+m)·(B/m - S/n)²."""
-    rng = np.random.default_rng(seed)
+def _seed_sums(looks: tuple, paths: int, rng):
+    """Yields ``(n, S, Q)`` of ``paths`` null sequences at each of the cumulative seed counts
+    ``looks`` (σ = 1): the sum S of n seeds' differences and the sum of squares Q about their mean,
+    block by block: a block of m seeds adds a normal sum B (variance m) and a chi-square(m - 1) sum
+    of squares about its mean, and Q grows by n·m/(n+m)·(B/m - S/n)²."""
     n = looks[0]
     total = rng.standard_normal(paths) * math.sqrt(n)
     squares = rng.chisquare(n - 1, paths)
@@ -220,6 +219,13 @@ def _paths(looks: tuple, paths: int = PATHS, seed: int = PATHS_SEED):
             squares += (rng.chisquare(m - 1, paths) if m > 1 else 0.0) + n * m / (n + m) * (block / m - total / n) ** 2
             total += block
             n = look
+        yield n, total, squares
+
+
+def _paths(looks: tuple, paths: int = PATHS, seed: int = PATHS_SEED):
+    """Yields |t| of the seeds' t for ``paths`` null sequences at each of the cumulative seed counts
+    ``looks`` (σ = 1: the t's law is free of σ)."""
+    for n, total, squares in _seed_sums(looks, paths, np.random.default_rng(seed)):
         yield np.abs(total) / math.sqrt(n) / np.sqrt(squares / (n - 1))
 
 
@@ -253,19 +259,10 @@ def _verdict_paths(looks: tuple, shared: float, paths: int = VERDICT_PATHS, seed
     """Yields ``(|t|, s_n²/n)`` of the verdict's t for ``paths`` null sequences at each of the
     cumulative seed counts ``looks``: Δ_n = c + the mean of n seeds' differences (σ = 1), c ~ N(0,
     shared) drawn once per sequence (the one test set every seed is scored on), se_n² = s_n²/n +
-    shared with the shared part taken as known. The seeds' sums grow as in ``_paths``."""
+    shared with the shared part taken as known."""
     rng = np.random.default_rng(seed)
     offset = rng.standard_normal(paths) * math.sqrt(shared)
-    n = looks[0]
-    total = rng.standard_normal(paths) * math.sqrt(n)
-    squares = rng.chisquare(n - 1, paths)
-    for k, look in enumerate(looks):
-        if k:
-            m = look - n
-            block = rng.standard_normal(paths) * math.sqrt(m)
-            squares += (rng.chisquare(m - 1, paths) if m > 1 else 0.0) + n * m / (n + m) * (block / m - total / n) ** 2
-            total += block
-            n = look
+    for n, total, squares in _seed_sums(looks, paths, rng):
         seed_part = squares / (n - 1) / n
         yield np.abs(offset + total / n) / np.sqrt(seed_part + shared), seed_part
 
