@@ -12,7 +12,7 @@ import pytest
 from posenc.cells.plan import planned_cells
 from posenc.cells.strategy import SEEDS_FILE
 from posenc.cells.sweep import read_sweep
-from project import BIN, REPO
+from project import BIN, REPO, summary_line
 
 STRATEGY = ["hydra/sweeper=posenc_seeds", "hydra.sweeper.pilot_seeds=3", "hydra.sweeper.max_seeds=4",
             "hydra.sweeper.batch_seeds=1"]
@@ -139,7 +139,7 @@ def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_l
     assert "a group sequential design: max_seeds N = 5" in table and "| 3 5 | efficacy at 5 seeds | worse |" in table
     low, high = row["ci"]
     assert f"[{low:+.2f}, {high:+.2f}]" in table and high < 0
-    summary = again.stdout.strip().splitlines()[-1]
+    summary = summary_line(again.stdout)
     assert summary.startswith("10 cells: 10 ok; seeds strategy: optim.args.lr=1e-09 5 seeds (efficacy at 5 seeds: "
                               "worse, Δ "), summary
     # The same command again: every row has stopped, nothing is launched, nothing retrained.

@@ -13,7 +13,7 @@ from posenc.cells.layout import RESULT_FILE
 from posenc.cells.strategy import TUNE_FILE
 from posenc.cells.sweep import read_sweep
 from posenc.harness import study as studies
-from project import BIN
+from project import BIN, summary_line
 from test_seeds_sweeper import run, stopped_once
 
 GRID = ["hydra/sweeper=posenc_tune", "budget=smoke", "placement=both,none", "hydra/launcher=joblib",
@@ -153,7 +153,7 @@ def test_rows_tune_prune_and_size_their_best_values_seeds_by_the_seeds_strategy_
     tuned = header.split(",").index("tuned")
     chosen = [line.split(",")[tuned] for line in lines if line and not line.startswith("#")]
     assert chosen == ["optim.args.lr=0.003"] * 2
-    summary = out.stdout.strip().splitlines()[-1]
+    summary = summary_line(out.stdout)
     assert summary.startswith("6 cells: 6 ok; tune strategy: placement=both 2 trials (1 pruned), "
                               "best optim.args.lr=0.003"), summary
     assert "; placement=none 2 trials (1 pruned), best optim.args.lr=0.003" in summary, summary
