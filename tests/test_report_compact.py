@@ -15,6 +15,7 @@ from posenc.cells.sweep import read_sweep
 from posenc.harness.sweep.report import SweepReport
 from posenc.report.compact import WIDTH, compact_table, fit
 from posenc.report.render import render_reports
+from posenc.report.sequential import short_stop
 from posenc.report.table import sweep_end_report
 from posenc.stats.sequential import Design, Look, repeated_ci
 from report_fixtures import degrade, synthetic_test_sets, write_cell, write_plan, write_testset
@@ -175,3 +176,12 @@ def test_posenc_table_compact_and_its_refusals(sweep):
         out = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--compact", *flags], capture_output=True,
                              text=True)
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--compact" in out.stderr, out.stderr
+
+
+def test_where_and_why_a_sequential_row_stopped_in_a_few_words():
+    look = {"n": 10}
+    assert short_stop(SeedsRow("r", ["r"], stopped="max_seeds", why="max_seeds", verdict="no evidence",
+                               looks=[{"n": 3}, look])) == "no evidence: max_seeds at 10 seeds"
+    assert short_stop(SeedsRow("r", ["r"], stopped="futility", why="futility at 5 seeds: conditional power 0.04",
+                               verdict="no evidence", looks=[{"n": 5}])) == "no evidence: futility at 5 seeds"
+    assert short_stop(SeedsRow("r", ["r"], looks=[{"n": 3}])) == "going on after 3 seeds"

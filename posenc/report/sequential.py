@@ -166,10 +166,13 @@ def stopped_rows(rows, sweep) -> dict:
 
 def short_stop(state) -> str:
     """An adaptive row in a few words: ``worse: efficacy at 3 seeds``, ``no evidence: futility at 5
-    seeds``, ``going on after 3 seeds``."""
+    seeds``, ``no evidence: max_seeds at 10 seeds``, ``going on after 3 seeds``."""
     if not state.stopped:
         return f"going on after {state.looks[-1]['n']} seeds" if state.looks else "going on"
-    return f"{state.verdict or 'n/a'}: {(state.why or state.stopped).split(':')[0]}"
+    why = (state.why or state.stopped).split(":")[0]
+    if " at " not in why and state.looks:   # max_seeds: where it stopped, as efficacy and futility say
+        why += f" at {state.looks[-1]['n']} seeds"
+    return f"{state.verdict or 'n/a'}: {why}"
 
 
 def apply_decisions(rows, sweep, primary: str = "bleu") -> None:
