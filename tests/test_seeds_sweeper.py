@@ -3,6 +3,7 @@ real cells on the joblib launcher (smoke budget), killed and rerun, and its refu
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -142,6 +143,14 @@ def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_l
     summary = summary_line(again.stdout)
     assert summary.startswith("10 cells: 10 ok; seeds strategy: optim.args.lr=1e-09 5 seeds (efficacy at 5 seeds: "
                               "worse, Δ "), summary
+    # The answer last: the compact table says where and why the row stopped, then the path of table.md.
+    lines = again.stdout.rstrip("\n").splitlines()
+    answer = lines[lines.index(summary) + 1:]
+    assert answer[-1] == f"Every table and note: {sweep / 'table.md'}" and all(len(x) <= 100 for x in answer), answer
+    stopped = next(x for x in answer if x.startswith(("| optim.args.lr=1e-09 ", "| lr=1e-09 ")))
+    # Its stop whole where it fits, else why alone: the seeds column says where (5).
+    assert f"[{low:+.2f}, {high:+.2f}]" in stopped, answer
+    assert re.search(r"\| worse: efficacy( at 5 seeds)? +\| 5 +\|$", stopped), answer
     # The same command again: every row has stopped, nothing is launched, nothing retrained.
     written = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
     third = run(sweep, cache, *LEARNS)

@@ -5,10 +5,13 @@ prints it last, before the path of ``table.md``, which keeps every table and not
 --compact`` prints it for any sweep. Long cells (a row label of many keys, a long verdict) are cut
 with "…" (a label in its middle) so that a line never wraps in a terminal of ``WIDTH`` columns."""
 
+import re
+
 from posenc.report.render import delta_cell, delta_ci_cell, mean_sd_text, seeds_ok_cell, verdict_cell
 from posenc.report.sequential import adaptive_states, short_stop
 
 WIDTH = 100
+AT_SEEDS = re.compile(r" (at|after) \d+ seeds$")   # where a sequential row stopped, when the seeds column must say it
 HEADERS = ["row", "BLEU", "Δ [CI]", "verdict", "seeds"]
 LABEL, VERDICT = 0, 3    # the columns cut to fit, the verdict first: the row label tells rows apart
 KEEP = 16                # each keeps this much while the other can give way
@@ -88,6 +91,11 @@ def compact_rows(report) -> tuple:
     style = label_style(report, body) if body else "keys"
     for cells, label in zip(body, row_labels(report, style)):
         cells[0] = label
+    if body and fit(HEADERS, body)[VERDICT] < max(len(cells[VERDICT]) for cells in body):
+        # A stop too long to fit whole: why it stopped; where is the seeds column.
+        for cells, row in zip(body, report.rows):
+            if id(row) in states:
+                cells[VERDICT] = AT_SEEDS.sub("", cells[VERDICT])
     return body, style
 
 
@@ -136,7 +144,7 @@ def caption(report, style: str = "keys") -> list:
     if style == "values":
         lines.append("row: " + " ".join(row_keys(report)))
     if adaptive_states(report.rows, report.sweep):
-        lines.append("A sequential row: Δ and its repeated CI at the look it stopped at, and why it stopped")
+        lines.append("A sequential row: Δ and its repeated CI at the look it stopped at, why, and the seeds it ran")
     return [cut(line, WIDTH) for line in lines]
 
 
