@@ -40,7 +40,8 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 # The main job. Finished cells are kept: a rerun resumes the sweep, or just prints its table.
-# (The sweep prints the table when it ends; results/table4/table.md keeps it.)
+# (The sweep ends with its compact table, then the path of results/table4/table.md, which keeps every
+# table and note; posenc-table results/table4 prints them all.)
 # Two cells at a time (Hydra's joblib launcher, one thread each): 3 min 57 s against 6 min 45 s one
 # cell at a time with two threads on this 2-core machine, same scores (results/benchmarks.md).
 # TABLE4_ARGS replaces these overrides, e.g. make table4 TABLE4_ARGS= (one cell at a time).

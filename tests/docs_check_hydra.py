@@ -13,23 +13,34 @@ from omegaconf.errors import OmegaConfBaseException
 
 from posenc.harness.cell.spec import cell_spec, check_values
 from posenc.harness.errors import ConfigError
-from project import compose_cfg, hidden_fairseq_config_store
+from posenc.harness.presets import experiment_as_override
+from project import REPO, compose_cfg, hidden_fairseq_config_store
 
 MULTIRUN = {"-m", "--multirun"}
+CONFIG_DIR = {"--config-dir", "-cd"}
 
 
 def check_posenc_run(args: list[str]) -> str | None:
-    words, multirun, cfg = [], False, None
+    words, multirun, cfg, config_dirs = [], False, None, []
     tokens = iter(args)
     for word in tokens:
         if word in MULTIRUN:
             multirun = True
         elif word in ("--cfg", "-c"):
             cfg = next(tokens, "")
+        elif word in CONFIG_DIR or word.startswith("--config-dir="):
+            # Hydra adds the directory to the search path, as hydra.searchpath=[file://DIR] does.
+            where = word.split("=", 1)[1] if "=" in word else next(tokens, "")
+            if not (REPO / where).is_dir():
+                return f"posenc-run --config-dir {where}: no such directory"
+            config_dirs.append(f"file://{(REPO / where).resolve()}")
         elif word.startswith("-"):
-            return f"posenc-run: the checks know no flag {word} (only -m / --multirun and --cfg)"
+            return f"posenc-run: the checks know no flag {word} (only -m / --multirun, --cfg and --config-dir)"
         else:
             words.append(word)
+    words = experiment_as_override(words)  # as posenc-run takes it
+    if config_dirs:
+        words.append(f"hydra.searchpath=[{','.join(config_dirs)}]")
     if cfg not in (None, "job", "hydra", "all"):
         return f"posenc-run --cfg {cfg}: Hydra prints job, hydra or all"
     if cfg and multirun:

@@ -3,6 +3,7 @@
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,12 @@ def posenc_run(*args, cwd, cache, env=None, timeout=900):
         child["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=child, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def summary_line(stdout: str) -> str:
+    """A sweep's summary line (``2 cells: 2 ok``) in its output; the compact table and the path of
+    ``table.md`` come after it."""
+    return next(line for line in stdout.splitlines() if re.match(r"\d+ cells: ", line))
 
 
 def compose_cell(*overrides):

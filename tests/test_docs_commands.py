@@ -108,3 +108,24 @@ def test_fairseq_lines_parse_with_fairseqs_own_parser(tmp_path):
     assert len(failures) == 2, "\n".join(failures)
     assert failures[0].startswith("plugin.md:3: ") and "unrecognized arguments: --encoder-poss rope" in failures[0]
     assert failures[1].startswith("plugin.md:4: ") and "invalid choice: 'rope'" in failures[1]
+
+
+def test_a_users_config_dir_composes_with_its_presets(tmp_path):
+    """``--config-dir DIR`` adds the user's presets (docs/harness.md, "Your own presets") as
+    ``hydra.searchpath`` does: the worked example's presets compose, a missing one or directory is named."""
+    page = tmp_path / "presets.md"
+    page.write_text("```bash\n"
+                    "posenc-run -m --config-dir examples/my_presets experiment=my_table4 budget=smoke\n"
+                    "posenc-run --config-dir=examples/my_presets data=tiny_synthetic model=fconv_tiny\n"
+                    "posenc-run -m 'hydra.searchpath=[file://examples/my_presets]' experiment=my_table4\n"
+                    "posenc-run --config-dir examples/my_presets experiment=their_table4\n"
+                    "posenc-run --config-dir examples/no_presets experiment=my_table4\n"
+                    "posenc-run experiment=my_table4\n"
+                    "posenc-run --config-dir examples/my_presets +experiment=my_table4 placement=none\n"
+                    "```\n")
+    failures = page_failures(page, tmp_path)
+    assert [line.split(": `", 1)[0] for line in failures] == ["presets.md:5", "presets.md:6", "presets.md:7"], \
+        "\n".join(failures)
+    assert "Could not find 'experiment/their_table4'" in failures[0]
+    assert "posenc-run --config-dir examples/no_presets: no such directory" in failures[1]
+    assert "Could not find 'experiment/my_table4'" in failures[2]

@@ -16,6 +16,7 @@ import pytest
 from posenc.cells.record import RUNNING_ERROR
 from posenc.harness.cell.environment import ALWAYS
 from posenc.harness.fairseq_logs import hypotheses_by_id
+from project import summary_line
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]
@@ -128,7 +129,7 @@ def test_sigkill_leaves_no_trainer_and_the_rerun_resumes(killed_sweep):
     # The same training as the uninterrupted first cell: it ends at the same update count.
     assert resumed["num_updates"] == done["num_updates"] == 12
     assert "resuming from checkpoints/checkpoint_last.pt" in rerun.stderr
-    assert rerun.stdout.strip().splitlines()[-1] == "2 cells: 2 ok"
+    assert summary_line(rerun.stdout) == "2 cells: 2 ok"
 
 
 def test_a_truncated_result_is_shown_as_unreadable_and_redone(killed_sweep, root):
@@ -220,7 +221,7 @@ def test_a_diverging_cell_fails_alone_and_the_sweep_says_so(root):
         or " is inf at update " in failed["error"], failed["error"]
     assert record(sane)["status"] == "ok"
     reason = failed["error"].split(" (log: ")[0]
-    assert proc.stdout.strip().splitlines()[-1] == \
+    assert summary_line(proc.stdout) == \
         f"2 cells: 1 ok, 1 failed: optim.args.lr=1000000000.0 ({reason})"
     assert "FAILED" in (sweep / "table.md").read_text() and (sweep / "results.csv").read_text().count("\n") == 3
 
@@ -236,7 +237,7 @@ def test_two_sweeps_at_once_build_the_corpus_once_and_train_each_cell_once(root)
     both = "".join(errs)
     assert both.count("fairseq-preprocess") == 1 and len([p for p in (cache / "corpora").iterdir() if p.is_dir()]) == 1
     assert both.count("training posenc_fconv_small") == 2 and both.count("finished earlier") == 2
-    assert all(out.strip().splitlines()[-1] == "2 cells: 2 ok" for out in outs)
+    assert all(summary_line(out) == "2 cells: 2 ok" for out in outs)
     assert all(record(cell.parent)["status"] == "ok" for cell in sweep.glob("*/result.json"))
 
 

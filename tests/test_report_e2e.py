@@ -5,6 +5,7 @@ makes for it."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from posenc.cells.plan import planned_cells
+from project import summary_line
 
 BIN = Path(sys.executable).parent
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
@@ -49,7 +51,15 @@ def test_the_plan_names_the_directories_hydra_made(swept):
 def test_the_sweep_end_table_has_significance_buckets_long_split_and_figures(swept):
     _, sweep, proc = swept
     table = (sweep / "table.md").read_text()
-    assert table in proc.stdout
+    # The answer last: the summary line, the compact table (within 100 columns), the path of table.md.
+    lines = proc.stdout.rstrip("\n").splitlines()
+    assert lines[-1] == f"Every table and note: {sweep / 'table.md'}" and table not in proc.stdout
+    answer = lines[lines.index(summary_line(proc.stdout)) + 1:-1]
+    assert all(len(line) <= 100 for line in answer) and answer[2].startswith("| row "), answer
+    # Each row by the keys that vary (by their last parts where the whole keys would not fit).
+    labels = {re.match(r"\| (model\.args\.)?dropout=(0\.[12]) placement=(\w+) ", line) for line in answer} - {None}
+    assert sorted(m.group(2, 3) for m in labels) == [("0.1", "both"), ("0.1", "none"), ("0.2", "both"),
+                                                     ("0.2", "none")], answer
     assert "| model.args.dropout |" in table  # the '+' key is a row key: its two values are never averaged
     # one baseline per dropout, in the verdict columns of BLEU and chrF++ on the test split and of the long split
     assert table.count("| baseline |") == 6
@@ -68,7 +78,8 @@ def test_a_rerun_resumes_and_prints_the_table_again(swept):
     root, sweep, _ = swept
     proc = run(*SWEEP, f"hydra.sweep.dir={sweep}", cwd=root, cache=root / "cache")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stderr.count("finished earlier") == 4 and "| Δ BLEU |" in proc.stdout
+    assert proc.stderr.count("finished earlier") == 4 and "| Δ [CI] " in proc.stdout
+    assert proc.stdout.rstrip("\n").splitlines()[-1] == f"Every table and note: {sweep / 'table.md'}"
 
 
 def test_posenc_table_against_another_baseline(swept):

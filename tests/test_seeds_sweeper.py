@@ -3,6 +3,7 @@ real cells on the joblib launcher (smoke budget), killed and rerun, and its refu
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -12,7 +13,7 @@ import pytest
 from posenc.cells.plan import planned_cells
 from posenc.cells.strategy import SEEDS_FILE
 from posenc.cells.sweep import read_sweep
-from project import BIN, REPO
+from project import BIN, REPO, summary_line
 
 STRATEGY = ["hydra/sweeper=posenc_seeds", "hydra.sweeper.pilot_seeds=3", "hydra.sweeper.max_seeds=4",
             "hydra.sweeper.batch_seeds=1"]
@@ -139,9 +140,17 @@ def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_l
     assert "a group sequential design: max_seeds N = 5" in table and "| 3 5 | efficacy at 5 seeds | worse |" in table
     low, high = row["ci"]
     assert f"[{low:+.2f}, {high:+.2f}]" in table and high < 0
-    summary = again.stdout.strip().splitlines()[-1]
+    summary = summary_line(again.stdout)
     assert summary.startswith("10 cells: 10 ok; seeds strategy: optim.args.lr=1e-09 5 seeds (efficacy at 5 seeds: "
                               "worse, Δ "), summary
+    # The answer last: the compact table says where and why the row stopped, then the path of table.md.
+    lines = again.stdout.rstrip("\n").splitlines()
+    answer = lines[lines.index(summary) + 1:]
+    assert answer[-1] == f"Every table and note: {sweep / 'table.md'}" and all(len(x) <= 100 for x in answer), answer
+    stopped = next(x for x in answer if x.startswith(("| optim.args.lr=1e-09 ", "| lr=1e-09 ")))
+    # Its stop whole where it fits, else why alone: the seeds column says where (5).
+    assert f"[{low:+.2f}, {high:+.2f}]" in stopped, answer
+    assert re.search(r"\| worse: efficacy( at 5 seeds)? +\| 5 +\|$", stopped), answer
     # The same command again: every row has stopped, nothing is launched, nothing retrained.
     written = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
     third = run(sweep, cache, *LEARNS)

@@ -3,6 +3,7 @@ cells on the joblib launcher (smoke budget): trials never score test, a worse tr
 with a save, the best values run their seeds; killed and rerun; and its refusals."""
 
 import json
+import re
 import subprocess
 
 import optuna
@@ -13,7 +14,7 @@ from posenc.cells.layout import RESULT_FILE
 from posenc.cells.strategy import TUNE_FILE
 from posenc.cells.sweep import read_sweep
 from posenc.harness import study as studies
-from project import BIN
+from project import BIN, summary_line
 from test_seeds_sweeper import run, stopped_once
 
 GRID = ["hydra/sweeper=posenc_tune", "budget=smoke", "placement=both,none", "hydra/launcher=joblib",
@@ -153,10 +154,16 @@ def test_rows_tune_prune_and_size_their_best_values_seeds_by_the_seeds_strategy_
     tuned = header.split(",").index("tuned")
     chosen = [line.split(",")[tuned] for line in lines if line and not line.startswith("#")]
     assert chosen == ["optim.args.lr=0.003"] * 2
-    summary = out.stdout.strip().splitlines()[-1]
+    summary = summary_line(out.stdout)
     assert summary.startswith("6 cells: 6 ok; tune strategy: placement=both 2 trials (1 pruned), "
                               "best optim.args.lr=0.003"), summary
     assert "; placement=none 2 trials (1 pruned), best optim.args.lr=0.003" in summary, summary
+    # The answer last: the tuned row's seeds where the seeds strategy stopped them, then the path of table.md.
+    lines = out.stdout.rstrip("\n").splitlines()
+    answer = lines[lines.index(summary) + 1:]
+    assert answer[-1] == f"Every table and note: {sweep / 'table.md'}" and all(len(x) <= 100 for x in answer), answer
+    none = next(x for x in answer if x.startswith("| placement=none "))
+    assert re.search(r"\| no evidence: max_seeds( at 3 seeds)? +\| 3 +\|$", none), answer
     listed = subprocess.run([str(BIN / "posenc-table"), str(sweep), "--trials"], capture_output=True, text=True)
     assert listed.returncode == 0 and listed.stdout.count("| pruned |") == 2, listed.stdout + listed.stderr
     # The same command again: every study and every row is done, nothing is launched, nothing retrained.

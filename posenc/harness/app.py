@@ -17,6 +17,7 @@ from posenc.corpora import CorpusError
 from posenc.harness.cell.resolve import Resolved, resolve_cell
 from posenc.harness.errors import ConfigError
 from posenc.harness.launch.parallel import cell_resources
+from posenc.harness.presets import experiment_as_override
 from posenc.harness.run import signals, slurm_job
 from posenc.harness.run.lifecycle import Ran, run_cell
 from posenc.harness.run.pruning import trial_pruning
@@ -173,6 +174,7 @@ def main() -> None:
     """``posenc-run``: one cell, or a sweep (``-m``) that exits non-zero when any cell failed,
     was interrupted or never reported (after writing its tables and summary line)."""
     signals.install()  # before Hydra starts any launcher: a signal to this process reaches its cells
+    sys.argv[1:] = experiment_as_override(sys.argv[1:])  # +experiment=NAME picks a preset too
     try:
         run_job()
     except signals.StopRequested as stop:  # a second signal, or one between Hydra's own steps

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.report.buckets import BucketError, parse_edges
+from posenc.report.compact import WIDTH, compact_text
 from posenc.report.render import FORMATS, render_reports, render_trials
 from posenc.report.rows import PRIMARIES, ReportError, Settings, check_primary, parse_baseline
 from posenc.report.significance import TESTS
@@ -44,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="the question the verdict column (and the table's *) answers: "
                              f"{', '.join(PRIMARIES)} (default {Settings.primary}: BLEU on the test split); "
                              "the other verdicts are secondary")
+    parser.add_argument("--compact", action="store_true",
+                        help=f"only the answer: one table of at most {WIDTH} columns (the row, BLEU mean ± sd, Δ and "
+                             "its CI, the verdict or where a sequential row stopped, the seeds), as a sweep's end "
+                             "prints it; Markdown")
     parser.add_argument("--trials", action="store_true",
                         help="a tune strategy's sweep (hydra/sweeper=posenc_tune): list every trial "
                              "(its values, outcome, validation loss, cost) instead of the table")
@@ -61,6 +66,9 @@ def _settings(args) -> Settings:
     check_primary(args.primary)
     if not args.power and (args.effect != DEFAULT_EFFECT or args.test_size is not None):
         raise ReportError("--effect and --test-size plan seeds: they need --power")
+    if args.compact and (args.format != "md" or args.power or args.trials):
+        raise ReportError("--compact prints the one compact Markdown table: not with --format csv|latex, "
+                          "--power or --trials")
     return Settings(baseline=parse_baseline(args.baseline) if args.baseline else Settings.baseline,
                     edges=parse_edges(args.buckets) if args.buckets else None,
                     test=args.test, resamples=args.resamples, power=args.power, effect=args.effect,
@@ -79,7 +87,7 @@ def main(argv=None) -> int:
                 raise ReportError(str(err)) from None
             return 0
         reports = build_reports(args.sweep_dirs, settings, check=bool(args.baseline))
-        print(render_reports(reports, args.format), end="")
+        print(compact_text(reports) if args.compact else render_reports(reports, args.format), end="")
         if args.plots:
             from posenc.report.figures import write_figures
             for path in write_figures(reports, Path(args.plots)):

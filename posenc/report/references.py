@@ -4,7 +4,8 @@ not describe)."""
 import csv
 from pathlib import Path
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
+from posenc.confdir import REFERENCE_DIR
+
 CONVS2S = REFERENCE_DIR / "convs2s_table4.csv"
 VASWANI = REFERENCE_DIR / "vaswani2017_table3_e.csv"
 

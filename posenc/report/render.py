@@ -9,7 +9,7 @@ from posenc.cells.plan import PLAN_FILE
 from posenc.cells.record import error_of, field, is_ok, status_of, time_capped
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, plan_value, verdict_column
-from posenc.report.sequential import strategy_notes, strategy_table
+from posenc.report.sequential import short_stop, stopped_rows, strategy_notes, strategy_table
 from posenc.report.significance import TESTS
 from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
 from posenc.stats.power import PLAN_LEVEL, POWER
@@ -193,14 +193,17 @@ def power_table(report):
                                           "sd: sentences shared", "mde BLEU", f"seeds to book for Δ = ±{s.effect:g} "
                                           f"at {size}", "plug-in (optimistic)"]
     body = []
+    stopped = stopped_rows(report.rows, report.sweep)
     for row in report.rows:
         v, test = row.values, row.tests.get(("bleu", "test"))
         if test is None:
             continue
+        # A row its sequential design stopped books no seeds: its verdict is frozen at the stop.
+        book = [f"none: decided ({short_stop(stopped[id(row)])})", "-"] if id(row) in stopped else \
+            [str(plan_value(v["seeds_needed"])), str(plan_value(v["seeds_needed_low"]))]
         body.append(identity_cells(row) + [str(v["pilot_seeds"]), str(test.sentences), number(v.get("power_seed_sd")),
                                            number(v.get("power_sentence_sd")), number(v.get("power_shared_sd")),
-                                           number(v.get("mde_bleu")), str(plan_value(v["seeds_needed"])),
-                                           str(plan_value(v["seeds_needed_low"]))])
+                                           number(v.get("mde_bleu")), *book])
     return headers, body
 
 
@@ -217,7 +220,9 @@ def power_notes(report) -> list:
              "confidence limit, so that the seeds booked deliver their power on average over what a pilot of this "
              "size could have shown; plug-in: the same plan if the pilot's spread were the truth, the optimistic end. "
              "Set with posenc-table --power [--effect D] [--test-size M]; checked by simulating pilots and the seeds "
-             "they book in results/significance_calibration.md."]
+             "they book in results/significance_calibration.md."
+             + (" A row its sequential design has stopped books none: its verdict is frozen at that stop."
+                if stopped_rows(report.rows, report.sweep) else "")]
     notes += [f"{' '.join(map(str, row.identity.values()))}: {row.values['power_advice']}."
               for row in report.rows if row.values.get("power_advice")]
     return notes

@@ -15,7 +15,7 @@ from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu, corpus_score
 from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import cell_output
 from posenc.report.references import paper_numbers
-from posenc.report.sequential import apply_decisions
+from posenc.report.sequential import apply_decisions, stopped_rows
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS, paired_test
 from posenc.report.stats import ci95, mean_sd
 from posenc.report.testsets import TestSets
@@ -144,7 +144,7 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
         row.values.update(paper_source=source, paper_ppl=ppl, paper_bleu=bleu)
     _paper_deltas(rows, base_key, base_value)
     if settings.power:
-        _power(rows, settings)
+        _power(rows, settings, sweep)
     return Report(sweep, rows, settings, edges, labels, sizes, has_long, signature, warnings)
 
 
@@ -350,9 +350,11 @@ def _paper_deltas(rows, base_key, base_value):
             v["paper_delta"] = round(float(v["paper_bleu"]) - float(base.values["paper_bleu"]), 2)
 
 
-def _power(rows, settings):
+def _power(rows, settings, sweep):
     """mde_bleu (at the row's seeds and test set), and for settings.effect at settings.test_size the
-    seeds to book (seeds_needed), the plug-in plan (seeds_needed_low) and the pilot they rest on."""
+    seeds to book (seeds_needed), the plug-in plan (seeds_needed_low) and the pilot they rest on. A
+    row a sequential design has stopped books nothing: its verdict is frozen at that stop."""
+    stopped = stopped_rows(rows, sweep)
     for row in rows:
         test = row.tests.get(("bleu", "test"))
         v = row.values
@@ -362,9 +364,10 @@ def _power(rows, settings):
         components = power_mod.Components.of(test)
         v["mde_bleu"] = power_mod.mde(test.n, components)
         v["pilot_seeds"] = test.n
-        v["seeds_needed"] = power_mod.seeds_plan(settings.effect, components, settings.test_size)
-        v["seeds_needed_low"] = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
-        v["power_advice"] = _advice(settings, components, v["seeds_needed"], v["seeds_needed_low"])
+        if id(row) not in stopped:
+            v["seeds_needed"] = power_mod.seeds_plan(settings.effect, components, settings.test_size)
+            v["seeds_needed_low"] = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
+            v["power_advice"] = _advice(settings, components, v["seeds_needed"], v["seeds_needed_low"])
         v["power_seed_sd"] = math.sqrt(components.seed_var)
         v["power_sentence_sd"] = math.sqrt(components.sentence_var)
         v["power_shared_sd"] = math.sqrt(components.shared_var)

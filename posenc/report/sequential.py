@@ -138,22 +138,52 @@ def old_rule_note(s: dict, size: str) -> str:
                "of this table as a lead, and confirm it with a fixed-seed sweep of the seeds it ran."))
 
 
+def adaptive_states(rows, sweep) -> dict:
+    """``{id(row): its SeedsRow}`` for each table row (``posenc.report.rows.Row``) whose seeds a
+    sequential design runs: a seeds strategy's rows, or a tune strategy's best values' seeds where its
+    seeds strategy runs them; never a baseline row (it runs while its rows run, and decides nothing)."""
+    adaptive = sweep.strategy.sequential_rows() if sweep.strategy else []
+    if not adaptive:
+        return {}
+    rows_of = {}
+    for cell in sweep.strategy.cells:
+        overrides = [o for o in cell.overrides if o.split("=", 1)[0] != "seed"]
+        rows_of[cell.dirname] = next((r for r in adaptive if r.overrides == overrides), None)
+    out = {}
+    for row in rows:
+        mine = {id(rows_of.get(c.name)): rows_of.get(c.name) for c in row.cells}
+        state = next(iter(mine.values())) if len(mine) == 1 else None
+        if state is not None and not state.baseline:
+            out[id(row)] = state
+    return out
+
+
+def stopped_rows(rows, sweep) -> dict:
+    """``{id(row): its SeedsRow}`` for the rows a sequential design has stopped: their verdicts are
+    frozen, so no plan books them more seeds."""
+    return {key: state for key, state in adaptive_states(rows, sweep).items() if state.stopped}
+
+
+def short_stop(state) -> str:
+    """An adaptive row in a few words: ``worse: efficacy at 3 seeds``, ``no evidence: futility at 5
+    seeds``, ``no evidence: max_seeds at 10 seeds``, ``going on after 3 seeds``."""
+    if not state.stopped:
+        return f"going on after {state.looks[-1]['n']} seeds" if state.looks else "going on"
+    why = (state.why or state.stopped).split(":")[0]
+    if " at " not in why and state.looks:   # max_seeds: where it stopped, as efficacy and futility say
+        why += f" at {state.looks[-1]['n']} seeds"
+    return f"{state.verdict or 'n/a'}: {why}"
+
+
 def apply_decisions(rows, sweep, primary: str = "bleu") -> None:
     """The adaptive rows' decisions in the table's BLEU verdict columns: the frozen verdict and the
     repeated CI in place of the fixed one; no Holm p (it is never compared with 0.05). A row still
     between looks has no verdict yet. A seeds strategy's rows, or a tune strategy's best values'
     seeds where its seeds strategy decided them."""
-    adaptive = sweep.strategy.sequential_rows() if sweep.strategy else []
-    if not adaptive:
-        return
-    rows_of = {}
-    for cell in sweep.strategy.cells:
-        overrides = [o for o in cell.overrides if o.split("=", 1)[0] != "seed"]
-        rows_of[cell.dirname] = next((r for r in adaptive if r.overrides == overrides), None)
+    states = adaptive_states(rows, sweep)
     for row in rows:
-        mine = {id(rows_of.get(c.name)): rows_of.get(c.name) for c in row.cells}
-        state = next(iter(mine.values())) if len(mine) == 1 else None
-        if state is None or state.baseline:
+        state = states.get(id(row))
+        if state is None:
             continue
         v = row.values
         v["verdict_bleu"] = state.verdict if state.stopped else "n/a: between looks (no verdict before its stop)"

@@ -64,15 +64,26 @@ def sweep_end_report(sweep: Sweep, settings: Settings = SWEEP_END):
     return reports_of([sweep], settings)[0]
 
 
-def write_sweep_tables(report, figures: bool = True) -> str:
+def write_sweep_files(report, figures: bool = True) -> tuple:
     """Write ``results.csv``, ``table.md`` and (by default) the figures of ``report`` (one sweep's)
-    into its sweep directory; return the table."""
+    into its sweep directory; return the table and the figures' paths."""
     sweep_dir = Path(report.sweep.dir)
     table = render_reports([report], "md")
     write_text_atomic(sweep_dir / "results.csv", results_csv(report.sweep))
     write_text_atomic(sweep_dir / "table.md", table)
+    written = []
     if figures:
         from posenc.report.figures import write_figures  # matplotlib only when figures are drawn
         written = write_figures([report], sweep_dir)
-        table += "".join(f"figure: {path}\n" for path in written)
-    return table
+    return table, written
+
+
+def write_sweep_tables(report, figures: bool = True) -> str:
+    """``write_sweep_files``, returning the table followed by a ``figure: PATH`` line per figure."""
+    table, written = write_sweep_files(report, figures)
+    return table + "".join(f"figure: {path}\n" for path in written)
+
+
+def full_table_line(sweep_dir) -> str:
+    """The last line of a sweep's output: where every table and note of it is."""
+    return f"Every table and note: {Path(sweep_dir) / 'table.md'}"

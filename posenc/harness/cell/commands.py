@@ -57,10 +57,9 @@ def device_flags(cell, port: int = None) -> list:
             "--distributed-init-method", f"tcp://localhost:{port or free_port()}"]
 
 
-def fairseq_tool(name: str) -> str:
-    """The console script installed beside this interpreter (the venv's), else the one on PATH."""
-    beside = Path(sys.executable).parent / name
-    return str(beside) if beside.exists() else name
+# fairseq-generate as a module of this interpreter: no console script (its path and its interpreter)
+# to find, in a venv, an installed package or a venv that reuses another's site-packages.
+GENERATOR = ("-m", "fairseq_cli.generate")
 
 
 def flags(options: dict) -> list:
@@ -111,7 +110,7 @@ def train_command(bin_dir, save_dir, cell) -> list:
 def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cell) -> list:
     gen = cell.generation
     return [
-        fairseq_tool("fairseq-generate"), str(bin_dir),
+        sys.executable, *GENERATOR, str(bin_dir),
         "--user-dir", str(PLUGIN_DIR),
         "--task", "translation",
         "--path", str(checkpoint),

@@ -1,26 +1,41 @@
 """What a user needs to rerun a cell by hand: code version, package versions, command lines."""
 
+import json
 import platform
 import subprocess
 import sys
 from importlib import metadata
-from pathlib import Path
+
+from posenc.confdir import CLONE
 
 PACKAGES = ("posenc", "fairseq-fixed", "torch", "hydra-core", "omegaconf", "sacrebleu", "sacremoses",
             "subword-nmt", "sentencepiece", "numpy")
-REPO = Path(__file__).resolve().parents[2]
 
 
 def git_commit() -> str:
+    """The clone's commit (``+dirty`` with uncommitted changes to tracked files); for an installed
+    package, the commit pip recorded when it installed from a git URL; else "unknown". Git is asked
+    only inside a clone: an installed package's directory may sit inside somebody else's repository."""
+    if CLONE is None:
+        return installed_commit()
     try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+        out = subprocess.run(["git", "-C", str(CLONE), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(CLONE), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     if out.returncode != 0:
         return "unknown"
     return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def installed_commit() -> str:
+    """The commit in pip's ``direct_url.json`` (``pip install git+URL``), else "unknown"."""
+    try:
+        direct = json.loads(metadata.distribution("posenc").read_text("direct_url.json") or "{}")
+    except (metadata.PackageNotFoundError, ValueError):
+        return "unknown"
+    return str(direct.get("vcs_info", {}).get("commit_id") or "unknown")
 
 
 def package_versions() -> dict:

@@ -1,7 +1,9 @@
-"""At the end of a sweep: the sweep read once into one report, from which come ``results.csv`` and
-``table.md`` in the sweep directory, the table printed (and logged to W&B with logger=wandb, power
-columns included), then one summary line; the sweep's exit status is non-zero when any cell
-failed, was interrupted or never reported. The tables are written whatever happened to the cells."""
+"""At the end of a sweep: the sweep read once into one report, from which come ``results.csv``,
+``table.md`` and the figures in the sweep directory (and the table logged to W&B with logger=wandb,
+power columns included). The answer comes last, where a terminal leaves it in view: the figures'
+paths, one summary line, the compact table (at most 100 columns, ``posenc.report.compact``) and the
+path of ``table.md``, which keeps every table and note. The sweep's exit status is non-zero when any
+cell failed, was interrupted or never reported. The tables are written whatever happened to the cells."""
 
 import sys
 from dataclasses import replace
@@ -14,8 +16,9 @@ from posenc.harness.run.signals import STOP
 from posenc.harness.sweep.planner import report_settings as seeds_report_settings
 from posenc.harness.sweep.summary import summarize
 from posenc.harness.tracking.wandb_run import log_sweep_table
+from posenc.report.compact import compact_table
 from posenc.report.rows import parse_baseline
-from posenc.report.table import SWEEP_END, sweep_end_report, write_sweep_tables
+from posenc.report.table import SWEEP_END, full_table_line, sweep_end_report, write_sweep_files
 
 
 def report_settings(state):
@@ -41,14 +44,17 @@ class SweepReport(Callback):
         if not sweep_dir.exists():
             return
         sweep = read_sweep(sweep_dir)
+        answer = []
         try:
             # An adaptive sweep's table plans as its strategy planned; any other's with the defaults.
             report = sweep_end_report(sweep, report_settings(sweep.strategy))
-            print(write_sweep_tables(report), flush=True)
+            _, figures = write_sweep_files(report)
+            print("".join(f"figure: {path}\n" for path in figures), end="", flush=True)
             log_sweep_table(config, report)  # logger=wandb: the same table in the sweep's W&B group
+            answer = ["", compact_table(report) + full_table_line(sweep_dir)]
         except SweepError as err:  # e.g. no cell reported at all: the summary line says so
             print(f"posenc-run: no table: {err}", file=sys.stderr, flush=True)
         line, status = summarize(sweep, interrupted_by=STOP.exit_status())
-        print(line, flush=True)
+        print("\n".join([line, *answer]), flush=True)
         SweepReport.exit_status = status
 
