@@ -178,6 +178,31 @@ def test_posenc_table_compact_and_its_refusals(sweep):
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--compact" in out.stderr, out.stderr
 
 
+def test_a_strategys_sweep_is_compared_with_its_own_baseline_unless_told(sweep, tmp_path):
+    """posenc-table on a seeds strategy's sweep whose baseline is not placement=both: by default its
+    rows are compared with the strategy's baseline (as the sweep's end compared them), and
+    --baseline still names another."""
+    import shutil
+
+    from posenc.cells.strategy import write_state
+
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    state = sequential_state()
+    state.settings["baseline"] = "placement=source"
+    for row in state.rows:
+        row.baseline, row.stopped, row.why, row.verdict, row.looks = (row.row == "placement=source", "", "", "", [])
+    write_state(copy, state)
+    own = subprocess.run([str(BIN / "posenc-table"), str(copy), "--compact"], capture_output=True, text=True)
+    assert own.returncode == 0, own.stderr
+    assert "Δ against placement=source [95% CI]" in own.stdout.splitlines()[0]
+    rows = {line.split("|")[1].strip(): line for line in table_lines(own.stdout)[2:]}
+    assert "| baseline " in rows["placement=source"] and "| baseline " not in rows["placement=both"]
+    told = subprocess.run([str(BIN / "posenc-table"), str(copy), "--compact", "--baseline", "placement=both"],
+                          capture_output=True, text=True)
+    assert told.returncode == 0 and "Δ against placement=both [95% CI]" in told.stdout.splitlines()[0]
+
+
 def test_where_and_why_a_sequential_row_stopped_in_a_few_words():
     look = {"n": 10}
     assert short_stop(SeedsRow("r", ["r"], stopped="max_seeds", why="max_seeds", verdict="no evidence",

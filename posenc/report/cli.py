@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=FORMATS, default="md")
     parser.add_argument("--baseline", metavar="KEY=VALUE",
                         help="the row every other row is compared with, among rows equal in every other key "
-                             "(default: placement=both)")
+                             "(default: placement=both; a seeds or tune strategy's sweep: its hydra.sweeper.baseline)")
     parser.add_argument("--buckets", metavar="N,N,...",
                         help="upper edges of the source-length buckets in words, e.g. 10,20,30 "
                              "(default: 8,12 on the synthetic corpus, 8,12,16 on multi30k_de_en, "
@@ -86,7 +86,8 @@ def main(argv=None) -> int:
             except ValueError as err:
                 raise ReportError(str(err)) from None
             return 0
-        reports = build_reports(args.sweep_dirs, settings, check=bool(args.baseline))
+        reports = build_reports(args.sweep_dirs, settings, check=bool(args.baseline),
+                                strategy_baseline=not args.baseline)
         print(compact_text(reports) if args.compact else render_reports(reports, args.format), end="")
         if args.plots:
             from posenc.report.figures import write_figures

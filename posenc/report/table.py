@@ -4,22 +4,31 @@ calls ``report_text``."""
 
 import csv
 import io
+from dataclasses import replace
 from pathlib import Path
 
 from posenc.atomic import write_text_atomic
 from posenc.cells.record import FIELDS
 from posenc.cells.sweep import Sweep, read_sweep
 from posenc.report.render import render_reports
-from posenc.report.rows import Settings, as_dicts, build_report, check_baseline
+from posenc.report.rows import Settings, as_dicts, build_report, check_baseline, parse_baseline
 from posenc.report.testsets import TestSets
 
 
-def build_reports(sweep_dirs, settings: Settings = Settings(), check: bool = False) -> list:
-    """One report per sweep directory; ``check``: refuse a baseline no sweep has (a user's choice)."""
-    return reports_of([read_sweep(d) for d in sweep_dirs], settings, check)
+def build_reports(sweep_dirs, settings: Settings = Settings(), check: bool = False,
+                  strategy_baseline: bool = False) -> list:
+    """One report per sweep directory; ``check``: refuse a baseline no sweep has (a user's choice);
+    ``strategy_baseline``: an adaptive sweep is compared with the baseline its strategy ran with."""
+    return reports_of([read_sweep(d) for d in sweep_dirs], settings, check, strategy_baseline)
 
 
-def reports_of(sweeps, settings: Settings = Settings(), check: bool = False) -> list:
+def own_baseline(sweep: Sweep, settings: Settings) -> Settings:
+    """The settings with the baseline the sweep's strategy (seeds or tune) decided against, where it has one."""
+    base = sweep.strategy.settings.get("baseline") if sweep.strategy else None
+    return replace(settings, baseline=parse_baseline(str(base))) if base else settings
+
+
+def reports_of(sweeps, settings: Settings = Settings(), check: bool = False, strategy_baseline: bool = False) -> list:
     """One report per sweep already read (``posenc.cells.sweep.Sweep``); SweepError for one with no cells."""
     sweeps = [s.require_cells() for s in sweeps]
     if check:
@@ -29,7 +38,7 @@ def reports_of(sweeps, settings: Settings = Settings(), check: bool = False) -> 
     # sits in the directory posenc-run ran from, e.g. results/table4/../../.posenc_cache).
     roots = [parent / ".posenc_cache" for s in sweeps for parent in Path(s.dir).resolve().parents]
     testsets = TestSets(cache_roots=dict.fromkeys(roots))
-    return [build_report(s, settings, testsets) for s in sweeps]
+    return [build_report(s, own_baseline(s, settings) if strategy_baseline else settings, testsets) for s in sweeps]
 
 
 def report_text(sweep_dirs, settings: Settings = Settings(), fmt: str = "md") -> str:
