@@ -24,6 +24,17 @@ def test_posenc_run_does_not_import_fairseq():
     assert proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
+def test_the_sweepers_settings_take_their_default_baseline_from_the_cells_room():
+    """The sweepers' structured configs need the default baseline, not the report that uses it."""
+    code = ("import posenc.harness.sweep.config as c, posenc.report.rows as r; "
+            "print(c.BASELINE == '='.join(r.Settings().baseline))")
+    first = "import sys, posenc.harness.sweep.config; print(any(m.startswith('posenc.report') for m in sys.modules))"
+    alone = subprocess.run([sys.executable, "-c", first], capture_output=True, text=True, timeout=120)
+    assert alone.stdout.strip() == "False", alone.stderr[-2000:]
+    same = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert same.stdout.strip() == "True", same.stderr[-2000:]
+
+
 def options(group):
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
 

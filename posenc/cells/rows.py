@@ -1,6 +1,8 @@
 """A row of a table or of an adaptive sweep (one configuration, all its seeds): its name and its
 baseline row, computed here once for the report, the sweepers and the figures."""
 
+DEFAULT_BASELINE = ("placement", "both")   # (key, value) of the row every other row is compared with
+
 
 def row_name(values: dict, keys=None) -> str:
     """``placement=none`` or ``model=fconv_small,placement=none``: the values of ``keys`` (default

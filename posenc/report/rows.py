@@ -8,7 +8,7 @@ from dataclasses import field as dc_field
 import numpy as np
 
 from posenc.cells.record import SPLITS, family, field, is_ok, status_of, time_capped
-from posenc.cells.rows import baseline_of, row_name
+from posenc.cells.rows import DEFAULT_BASELINE, baseline_of, row_name
 from posenc.cells.sweep import RECORD_KEYS
 from posenc.kinds import PLACEMENTS, kind_names
 from posenc.metrics import Scorer, bootstrap_ci, corpus_bleu, corpus_score
@@ -39,7 +39,7 @@ PRIMARIES = {field(metric, split): (metric, split) for split in SPLITS for metri
 
 @dataclass(frozen=True)
 class Settings:
-    baseline: tuple = ("placement", "both")   # (key, value) of the row every other row is tested against
+    baseline: tuple = DEFAULT_BASELINE   # (key, value) of the row every other row is tested against
     edges: tuple = None                       # source-length bucket edges; None: by corpus
     test: str = "bs"                          # "bs" (paired bootstrap) or "ar" (approximate randomization)
     resamples: int = 0                        # 0: sacreBLEU's default for the test

@@ -14,11 +14,11 @@ line naming it (OmegaConf's own type errors are tracebacks).
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from typing import Any
 
-from posenc.report.rows import Settings
+from posenc.cells.rows import DEFAULT_BASELINE
 from posenc.stats.power import DEFAULT_EFFECT
 from posenc.stats.sequential import Design
 
-BASELINE = "=".join(Settings().baseline)   # the row every other row is compared with: posenc-table's default
+BASELINE = "=".join(DEFAULT_BASELINE)   # the row every other row is compared with: posenc-table's default
 SEEDS_TARGET = "hydra_plugins.posenc_sweeper.seeds.SeedsSweeper"
 TUNE_TARGET = "hydra_plugins.posenc_sweeper.tune.TuneSweeper"
 
