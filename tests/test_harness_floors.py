@@ -29,7 +29,7 @@ pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")  # the conf
 REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "posenc" / "harness"
 FLOORS = [
-    ("base", ("__init__.py", "errors.py", "hashing.py", "study.py", "fairseq_logs.py")),
+    ("base", ("__init__.py", "errors.py", "hashing.py", "study.py", "fairseq_logs.py", "presets.py")),
     ("cell", ("cell/",)),
     ("tracking", ("tracking/",)),
     ("run", ("run/",)),
