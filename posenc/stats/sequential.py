@@ -86,6 +86,7 @@ SPENDING = ("hsd", "obf", "pocock")
 # table of sweeps started before 2026-12-03, anticonservative for the verdict's t by up to 17% at α/5.
 STATISTICS = ("verdict", "seeds")
 OLDER = {"statistic": "seeds"}  # what a state written before a setting existed ran
+OLDER_WHY = {"statistic": "the seeds-only t's table of the sweeps started before 2026-12-03"}
 GAMMA_RANGE = (-10.0, 10.0)   # HSD's γ: -4 is OBF-like, 1 Pocock-like; beyond ±10 the spending is a step
 MAX_LOOKS = 100               # max_seeds cap: the Monte Carlo's cost grows with the looks
 PATHS, PATHS_SEED = 2_000_000, 20261202   # the thresholds' Monte Carlo: paths and its fixed seed
@@ -149,7 +150,7 @@ class Design:
 
     def thresholds(self, alpha: float = None) -> dict:
         """{n: a(n)}: reject at look n when the two-sided p <= a(n), at level ``alpha`` (default the
-        design's). Cached; the first call for a level costs about half a second."""
+        design's). Cached; the first call for a level costs about a second."""
         alpha = self.alpha if alpha is None else float(alpha)
         table = _thresholds(self.spending, float(self.gamma), self.pilot_seeds, self.max_seeds, alpha, self.statistic)
         return dict(zip(range(self.pilot_seeds, self.max_seeds + 1), table))
@@ -180,7 +181,7 @@ def spending(kind: str, time, alpha: float, gamma: float = Design.gamma) -> np.n
 
 
 @cache
-def _thresholds(kind: str, gamma: float, pilot: int, most: int, alpha: float, statistic: str = "verdict") -> tuple:
+def _thresholds(kind: str, gamma: float, pilot: int, most: int, alpha: float, statistic: str) -> tuple:
     looks = tuple(range(pilot, most + 1))
     spent = tuple(spending(kind, np.array(looks) / most, alpha, gamma).tolist())
     table = _crossings(looks, spent)   # the seeds-only t: the verdict's t without a shared part, exact
@@ -298,7 +299,7 @@ def _verdict_crossings(looks: tuple, spent: tuple, shared: float, paths: int = V
 
 @cache
 def _stagewise_tails(kind: str, gamma: float, pilot: int, most: int, alpha: float, n: int,
-                     statistic: str = "verdict") -> np.ndarray:
+                     statistic: str) -> np.ndarray:
     """The sorted |t| at look n of the null paths that crossed no earlier threshold (those of
     ``_crossings``: the same paths)."""
     from scipy import special

@@ -151,8 +151,8 @@ class SeedsPlanner:
         for key in DESIGN_SETTINGS:  # a state that predates a setting ran what OLDER says
             was, now = before.settings.get(key, sequential.OLDER.get(key)), getattr(self.settings.design, key)
             if was != now:
-                older = (" (the seeds-only t's table of the sweeps started before 2026-12-03)"
-                         if key not in before.settings else "")
+                why = sequential.OLDER_WHY.get(key) if key not in before.settings else None
+                older = f" ({why})" if why else ""
                 raise StrategyError(f"hydra.sweeper.{key}={now!r} differs from {was!r}, with which this sweep started"
                                     f"{older} (its thresholds depend on it); allowed: {key}={was!r}, or a new "
                                     f"hydra.sweep.dir")
