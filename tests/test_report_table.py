@@ -17,7 +17,7 @@ from sacrebleu.metrics import BLEU
 from posenc.cells.sweep import read_sweep
 from posenc.report.render import delta_cell, p_cell
 from posenc.report.rows import Settings
-from posenc.report.table import report_text, sweep_end_report, table_rows, write_sweep_tables
+from posenc.report.table import report_text, sweep_end_report, table_rows, write_sweep_files
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets, write_cell, write_plan, write_testset
 
 BIN = Path(sys.executable).parent
@@ -316,13 +316,14 @@ def test_sweep_end_writes_tables_and_figures(sweep, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(sweep, copy)
     report = sweep_end_report(read_sweep(copy))
-    printed = write_sweep_tables(report)
+    printed, figures = write_sweep_files(report)
     table = (copy / "table.md").read_text()
     assert "seeds to book" in table  # the sweep end plans seeds
     assert table in printed and "Δ BLEU" in table and "BLEU long split" in table and "BLEU 1-8" in table
     assert (copy / "results.csv").read_text().startswith("experiment,model,data,pe,placement")
     for name in ("delta.png", "bleu.png", "bleu_by_length.png"):
         assert (copy / name).stat().st_size > 1000
+    assert sorted(figures) == sorted(copy / name for name in ("delta.png", "bleu.png", "bleu_by_length.png"))
 
 
 def test_a_sweep_with_nothing_reported_yet_lists_its_plan(tmp_path):

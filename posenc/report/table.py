@@ -1,5 +1,5 @@
 """The report of one or more sweeps: records in, tables (and figures) out. The harness builds
-``sweep_end_report`` once when a sweep ends and writes it with ``write_sweep_tables``; ``posenc-table``
+``sweep_end_report`` once when a sweep ends and writes it with ``write_sweep_files``; ``posenc-table``
 calls ``report_text``."""
 
 import csv
@@ -85,12 +85,6 @@ def write_sweep_files(report, figures: bool = True) -> tuple:
         from posenc.report.figures import write_figures  # matplotlib only when figures are drawn
         written = write_figures([report], sweep_dir)
     return table, written
-
-
-def write_sweep_tables(report, figures: bool = True) -> str:
-    """``write_sweep_files``, returning the table followed by a ``figure: PATH`` line per figure."""
-    table, written = write_sweep_files(report, figures)
-    return table + "".join(f"figure: {path}\n" for path in written)
 
 
 def full_table_line(sweep_dir) -> str:
