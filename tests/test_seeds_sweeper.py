@@ -179,3 +179,133 @@ def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_l
         assert "seeds strategy: batch of" not in out.stdout + out.stderr
         assert (sweep / SEEDS_FILE).read_bytes() == written_state
         assert {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")} == written
+
+
+# Two rows of one family on the corpus above: lr=0.001 (clearly worse) and a near-null neighbour of the
+# baseline. What a retest needs (the near-null row crossing at its pilot's look at α but not at α/2, the
+# other row crossing at the next look at α/2) depends on p's no seed can promise, so the sweep runs in
+# three steps: every row's looks at 2 and 3 seeds with nothing stopping; a design chosen for those
+# looks; the same sweep under that design, its pilot's cells copied (the seed-3 cells train again:
+# training on this CPU is deterministic, and the looks are checked to be the same).
+RETEST = ["budget=smoke", "budget.max_epoch=0", "budget.max_update=120", "data.generator.train=1200",
+          "data.generator.valid=40", "data.generator.test=37", "data.generator.test_long=20",
+          "hydra.sweeper.baseline='optim.args.lr=0.002'", "hydra/sweeper=posenc_seeds", "hydra.sweeper.pilot_seeds=2",
+          "hydra.sweeper.max_seeds=3", "hydra.sweeper.batch_seeds=1", "hydra.sweeper.futility_from=10",
+          "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+RETEST_WORSE, RETEST_NEAR = "optim.args.lr=0.001", ("optim.args.lr=0.0019", "optim.args.lr=0.0022")
+
+
+def replayed(design, looks: dict) -> dict:
+    """{row: (Decision, the look at which it fell)}: ``looks`` fed to ``sequential.decide`` look by
+    look, the decisions taken frozen, as the planner feeds them."""
+    from posenc.stats import sequential
+
+    frozen, when = {}, {}
+    for n in range(design.pilot_seeds, design.max_seeds + 1):
+        seen = {row: [x for x in seq if x["n"] <= n] for row, seq in looks.items()}
+        for row, decision in sequential.decide(design, 0.5, seen, frozen).items():
+            if decision.stopped and row not in frozen:
+                frozen[row], when[row] = decision, n
+    return {row: (frozen[row], when[row]) for row in frozen}
+
+
+def retest_design(looks: dict):
+    """(design, row) where ``row`` of ``looks`` (one of RETEST_NEAR, beside RETEST_WORSE) stops for
+    efficacy at its look at 2 seeds through the retest at 3, after RETEST_WORSE rejects at 3; None if
+    no design of those tried does it. HSD's γ sets how much α the look at 3 has left; α is chosen so
+    that the look at 2 crosses at α and not at α/2 (a(2) is about the α spent by then)."""
+    import math
+
+    from posenc.stats import sequential
+
+    worse = {x["n"]: x["p"] for x in looks[RETEST_WORSE]}
+    for near in RETEST_NEAR:
+        p = {x["n"]: x["p"] for x in looks[near]}
+        top = 2 * min(p[2], worse[2])
+        if not p[2] < top:
+            continue
+        for gamma in (6.0, 8.0, 4.0, 10.0, 2.0, 0.0):
+            alpha = math.sqrt(p[2] * top) / float(sequential.spending("hsd", 2 / 3, 1.0, gamma))
+            if not alpha < 1:
+                continue
+            design = sequential.Design(alpha=alpha, pilot_seeds=2, max_seeds=3, gamma=gamma, futility_from=10)
+            fell = replayed(design, {near: looks[near], RETEST_WORSE: looks[RETEST_WORSE]})
+            if near in fell and fell[near][0].stopped == sequential.EFFICACY and fell[near][0].look.n == 2 \
+                    and fell[near][1] == 3 and fell.get(RETEST_WORSE, (None, 0))[1] == 3:
+                return design, near
+    return None
+
+
+@pytest.mark.slow
+def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_delta_ci_and_seeds(tmp_path):
+    """Real cells: a row whose look at 2 seeds crosses only at α, and whose look at 3 crosses nothing,
+    stops for efficacy at 2 seeds once the other row rejects at 3 and passes its α on. The state, the
+    table, the summary and the compact table all give the look at 2: its Δ, its repeated CI and its seeds."""
+    import shutil
+
+    from scipy import stats as scipy_stats
+
+    cache = tmp_path / "cache"
+    # 1. Every row's looks at 2 and 3 seeds; nothing can stop before 3 (α 1e-6, no futility).
+    first = tmp_path / "looks"
+    grid = ",".join(sorted({"0.002", RETEST_WORSE.split("=")[1], *(r.split("=")[1] for r in RETEST_NEAR)}))
+    out = run(first, cache, *RETEST, f"optim.args.lr={grid}", "hydra.sweeper.alpha=1e-6")
+    assert out.returncode == 0, out.stderr[-3000:]
+    looks = {r["row"]: r["looks"] for r in state(first)["rows"] if not r["baseline"]}
+    assert all([x["n"] for x in seq] == [2, 3] for seq in looks.values()), looks
+    # 2. A design under which one near-null row's stop comes from the retest.
+    found = retest_design(looks)
+    assert found is not None, f"no design tried gives a retest for these looks: {looks}"
+    design, near = found
+    # 3. That design's sweep over the near row, the worse row and their baseline; the pilot copied.
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    rows = (near, RETEST_WORSE, "optim.args.lr=0.002")
+    for cell in state(first)["cells"]:
+        if any(o in rows for o in cell["overrides"]) and ("seed=1" in cell["overrides"] or
+                                                          "seed=2" in cell["overrides"]):
+            shutil.copytree(first / cell["dirname"], sweep / cell["dirname"])
+    pilot = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
+    assert len(pilot) == 6
+    args = [*RETEST, "optim.args.lr=" + ",".join(sorted(r.split("=")[1] for r in rows)),
+            f"hydra.sweeper.alpha={design.alpha!r}", f"hydra.sweeper.gamma={design.gamma!r}"]
+    again = run(sweep, cache, *args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    launched = [line for line in (again.stdout + again.stderr).splitlines() if "seeds strategy: batch of" in line]
+    assert len(launched) == 1 and "batch of 3 " in launched[0], launched   # the seed-3 cells only
+    assert {p: p.stat().st_mtime_ns for p in pilot} == pilot
+    done = {r["row"]: r for r in state(sweep)["rows"]}
+    row, other = done[near], done[RETEST_WORSE]
+    assert [(x["n"], x["p"]) for x in row["looks"]] == [(x["n"], x["p"]) for x in looks[near]], \
+        "the seed-3 cells trained again gave other looks than the first time: training was not deterministic"
+    assert (other["stopped"], other["why"]) == ("efficacy", "efficacy at 3 seeds")
+    at2, at3 = row["looks"]
+    verdict = "better" if at2["delta"] > 0 else "worse"
+    assert (row["stopped"], row["why"], row["verdict"], row["stop_n"], row["seeds"]) == \
+        ("efficacy", "efficacy at 2 seeds", verdict, 2, [1, 2, 3])
+    assert row["level"] == pytest.approx(design.alpha)        # the whole α, passed on by the worse row
+    whole = design.thresholds(design.alpha)
+    assert at2["threshold"] == pytest.approx(whole[2]) and at2["p"] <= whole[2] and at3["p"] > whole[3]
+    half = scipy_stats.t.ppf(1 - whole[2] / 2, at2["df"]) * at2["se"]   # the repeated CI at the look at 2
+    assert row["ci"] == pytest.approx([at2["delta"] - half, at2["delta"] + half])
+    low, high = row["ci"]
+    delta, later, ci = f"{at2['delta']:+.2f}", f"{at3['delta']:+.2f}", f"[{low:+.2f}, {high:+.2f}]"
+    assert delta != later
+    # The table: the strategy's row, and the main table's Δ and CI, are the look at 2's.
+    table = (sweep / "table.md").read_text()
+    level = f"{100 * (1 - design.alpha):.1f}%"
+    assert f"| {near} | 3 | 2 3 | efficacy at 2 seeds | {verdict} | {delta} |" in table, table
+    strategy_line = next(x for x in table.splitlines() if x.startswith(f"| {near} | 3 | 2 3 |"))
+    assert f"{ci} ({level})" in strategy_line and later not in strategy_line
+    main_line = next(x for x in table.splitlines() if x.startswith("| fconv_small |") and
+                     f"| {near.split('=')[1]} |" in x)
+    assert f"| {delta}" in main_line and ci in main_line and later not in main_line, main_line
+    # The summary line and the compact table say the same.
+    summary = summary_line(again.stdout)
+    assert f"{near} 3 seeds (efficacy at 2 seeds: {verdict}, Δ {delta}" in summary, summary
+    assert f"repeated {level} CI {ci}" in summary and later not in summary.split(near)[1].split(")")[0], summary
+    lines = again.stdout.splitlines()
+    compact = next(x for x in lines[lines.index(summary) + 1:] if x.startswith(("| optim.args.lr=", "| lr="))
+                   and near.split("=")[1] in x.split("|")[1])
+    # Its seeds column says 3 (the seeds it ran), so the stop keeps where it was: at 2 (seeds).
+    assert ci in compact and re.search(rf"\| {verdict}: efficacy at 2( seeds)? +\| 3 +\|$", compact), compact

@@ -92,10 +92,13 @@ def compact_rows(report) -> tuple:
     for cells, label in zip(body, row_labels(report, style)):
         cells[0] = label
     if body and fit(HEADERS, body)[VERDICT] < max(len(cells[VERDICT]) for cells in body):
-        # A stop too long to fit whole: why it stopped; where is the seeds column.
+        # A stop too long to fit whole: why it stopped; where is the seeds column, unless the row
+        # stopped at fewer seeds than it ran (a retest at an earlier look): that stop keeps its n.
         for cells, row in zip(body, report.rows):
-            if id(row) in states:
-                cells[VERDICT] = AT_SEEDS.sub("", cells[VERDICT])
+            where = AT_SEEDS.search(cells[VERDICT]) if id(row) in states else None
+            if where:
+                n = where.group(0).split()[1]
+                cells[VERDICT] = AT_SEEDS.sub("" if n == str(row.values["seeds_ok"]) else f" at {n}", cells[VERDICT])
     return body, style
 
 
