@@ -11,7 +11,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from posenc.harness.cell.spec import cell_spec, check_values
+from posenc.harness.cell.spec import cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.harness.presets import experiment_as_override
 from project import REPO, compose_cfg, hidden_fairseq_config_store
@@ -82,7 +82,9 @@ def composed(overrides: tuple[str, ...]) -> str | None:
     try:
         with registry_kept():
             # A grid that skips impossible cells (experiment=pe_grid) checks each value alone, as the app does.
-            check_values(cfg) if cfg.get("skip_impossible") else cell_spec(cfg)
+            spec, _ = cell_spec(cfg)
+            if not cfg.get("skip_impossible"):
+                check_possible(spec, cfg.model.name)
     except ConfigError as err:
         return str(err)
     return None

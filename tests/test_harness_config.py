@@ -1,5 +1,6 @@
 """The Hydra config tree: every group composes, bad values are refused with the allowed ones."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from omegaconf import OmegaConf
 from posenc.harness.cell.commands import flags, train_command
 from posenc.harness.cell.limits import RunLength, run_length
 from posenc.harness.cell.resolve import resolve_cell
-from posenc.harness.cell.spec import cell_spec
+from posenc.harness.cell.spec import cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.kinds import grid_skip_reason
 from project import CONF, compose_cell, compose_cfg
@@ -175,7 +176,7 @@ def test_table4_preset():
                                                 ("target", ("none", "learned")), ("none", ("none", "none"))])
 def test_placement_maps_to_the_side_flags(placement, expected):
     cfg = compose_cfg("paths.cache_dir=/no/cache", f"placement={placement}")
-    spec = cell_spec(cfg)
+    spec, _ = cell_spec(cfg)
     assert (spec.encoder_pos, spec.decoder_pos) == expected
     argv = train_command("bin", "ckpt", resolve_cell(cfg).checked())
     i = argv.index("--encoder-pos")
@@ -191,8 +192,10 @@ def test_placement_maps_to_the_side_flags(placement, expected):
        "cape") for k in ("rope", "alibi", "t5", "shaw")],
 ])
 def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
+    cfg = compose_cfg(*overrides)
     with pytest.raises(ConfigError) as err:
-        cell_spec(compose_cfg(*overrides))
+        spec, _ = cell_spec(cfg)           # each value on its own
+        check_possible(spec, cfg.model.name)  # the kind against the model
     assert str(err.value) == message
 
 
@@ -238,7 +241,7 @@ def test_the_multi30k_extrapolation_preset_splits_multi30k_by_length_on_both_sid
 
 
 def test_rope_with_placement_none_needs_no_kind():
-    assert cell_spec(compose_cfg("pe=rope", "placement=none")).encoder_pos == "none"
+    assert cell_spec(compose_cfg("pe=rope", "placement=none"))[0].encoder_pos == "none"
 
 
 def test_grid_skips():
@@ -288,3 +291,24 @@ def test_a_grid_sweep_refuses_a_misspelt_value_instead_of_skipping_it(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == \
         ("posenc-run: error: pe='sinusodial' is not allowed; allowed: learned, sinusoidal, rope, alibi, t5, shaw, "
          "shape, cape")
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+def test_a_bad_data_value_is_refused_with_the_other_values_before_the_lock_and_the_gpu_check(tmp_path, multirun):
+    """``cfg.data`` is parsed as the cell is resolved: a bad data value is the one-line refusal of any
+    other bad value, given before the cell's lock is taken and before the machine is asked for the GPU
+    that ``gpus=1`` wants (this machine's refusal would otherwise come first); a sweep records it."""
+    where = tmp_path / "cell"
+    place = ["-m", f"hydra.sweep.dir={where}", "hydra.sweep.subdir=only"] if multirun else [f"hydra.run.dir={where}"]
+    proc = run_cli(*place, "budget=smoke", "data.workers=0", "gpus=1", cwd=tmp_path)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert [x for x in proc.stderr.splitlines() if x.startswith("posenc-run: error:")] == \
+        ["posenc-run: error: data.workers=0: must be >= 1"], proc.stderr[-3000:]
+    job = where / "only" if multirun else where
+    assert not (job / ".cell.lock").exists() and not (job / "commands.sh").exists()
+    assert "corpus" not in proc.stdout + proc.stderr and not (tmp_path / ".posenc_cache").exists()
+    if multirun:   # the sweep records the cell as refused (failed, with the refusal as its error) and goes on
+        record = json.loads((job / "result.json").read_text())
+        assert (record["status"], record["error"]) == ("failed", "data.workers=0: must be >= 1")
+    else:
+        assert proc.returncode == 2 and not (job / "result.json").exists()

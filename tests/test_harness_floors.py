@@ -137,17 +137,19 @@ def test_resolve_cell_is_the_only_reader_of_the_composed_config():
     assert read_back != source and len(config_reads(read_back)) == 1
 
 
-def test_what_resolve_cell_returns_carries_no_config_but_the_corpus_node():
+def test_what_resolve_cell_returns_carries_no_config_node():
     """Nothing smuggles the config past ``resolve_cell``: no field of ``Resolved``, its name or its
-    ``Cell`` is a config node, except ``Cell.data`` (the corpus's own node, which the corpora package reads)."""
+    ``Cell`` is a config node; the corpus's node is parsed there (``Cell.data``, a ``CorpusConfig``)."""
+    from posenc.corpora import CorpusConfig
     from posenc.harness.cell.resolve import resolve_cell
     resolved = resolve_cell(compose_cfg("paths.cache_dir=/no/cache", "logger=wandb", hydra=False))
+    assert isinstance(resolved.cell.data, CorpusConfig)
     nodes = []
     for owner in (resolved, resolved.name, resolved.cell):
         for f in dataclasses.fields(owner):
             if isinstance(getattr(owner, f.name), (DictConfig, ListConfig)):
                 nodes.append(f"{type(owner).__name__}.{f.name}")
-    assert nodes == ["Cell.data"]
+    assert nodes == []
 
 
 def test_importing_the_keys_or_the_plan_reader_registers_no_resolver():

@@ -106,3 +106,31 @@ def test_a_users_kind_is_swept_on_joblib_decoded_again_and_read_by_posenc_pe(tmp
     assert pe.returncode == 0, pe.stderr[-2000:]
     report = json.loads((out / "report.json").read_text())
     assert "halftable" in json.dumps(report)
+
+
+@pytest.mark.usefixtures("without_fairseq_config_store")
+@pytest.mark.parametrize("skip_impossible", [False, True])
+def test_a_cell_reads_and_hashes_its_kinds_file_once(tmp_path, monkeypatch, skip_impossible):
+    """Resolving a cell loads the user's file once (one read, one digest), and its hashes take that
+    digest: the same hashes as hashing the file afresh."""
+    from docs_check_hydra import registry_kept
+    from posenc.harness.cell.resolve import resolve_cell
+    from posenc.harness.hashing import cell_hashes
+
+    kinds = tmp_path / "my_kinds.py"
+    kinds.write_text(HALFTABLE)
+    reads, read_bytes = [], Path.read_bytes
+
+    def counted(path):
+        if Path(path).resolve() == kinds.resolve():
+            reads.append(path)
+        return read_bytes(path)
+
+    cfg = compose_cfg("paths.cache_dir=/no/cache", f"kinds_module={kinds}", "pe=halftable",
+                      f"skip_impossible={skip_impossible}", hydra=False)
+    with registry_kept():
+        monkeypatch.setattr(Path, "read_bytes", counted)
+        cell = resolve_cell(cfg).checked()
+        assert len(reads) == 1, reads
+        monkeypatch.undo()
+        assert cell.hashes == cell_hashes(cfg)   # cfg alone: the file read and hashed again here

@@ -111,6 +111,10 @@ def _custom_prefixes(raw: dict, src: str, tgt: str) -> dict:
 
 
 def parse(data_cfg: Any) -> CorpusConfig:
+    """The ``data`` node (a dict or an OmegaConf node) parsed and checked; a CorpusConfig as it is.
+    CorpusError (one line naming the key) for any bad value."""
+    if isinstance(data_cfg, CorpusConfig):
+        return data_cfg
     raw = to_plain_dict(data_cfg)
     recipe = _recipe(raw)
     for key in ("src", "tgt"):

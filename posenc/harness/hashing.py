@@ -32,11 +32,11 @@ from posenc.kinds import kind_revisions, side_kinds
 from posenc.kinds_file import content_digest
 
 
-def config_hash(cfg, ignore=()) -> str:
+def config_hash(cfg, ignore=(), kinds_sha256: str = None) -> str:
     """Fingerprint of everything that determines a cell's outcome (the resolved config without
     the keys, top-level or dotted, in NOT_OUTCOME and ``ignore``, and the NULL_IS_ABSENT keys, top-level
     or dotted, while they are null)."""
-    return digest(hashed_config(cfg, ignore))
+    return digest(hashed_config(cfg, ignore, kinds_sha256))
 
 
 def training_hash(cfg) -> str:
@@ -44,10 +44,11 @@ def training_hash(cfg) -> str:
     return config_hash(cfg, ignore=NOT_TRAINING)
 
 
-def hashed_config(cfg, ignore=()) -> dict:
+def hashed_config(cfg, ignore=(), kinds_sha256: str = None) -> dict:
     """What ``config_hash`` fingerprints, as plain data. Keys are resolved one by one, so an
     ignored top-level key is never resolved (``runtime`` reads the launcher's settings, which
-    exist only inside a job)."""
+    exist only inside a job). ``kinds_sha256``: the user's kinds file's digest where it is loaded
+    already (``KindsFile.sha256``); else the file is read here."""
     skip = set(NOT_OUTCOME) | set(ignore)
     data = {key: OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
             for key in cfg if key not in skip and not (key in NULL_IS_ABSENT and cfg[key] is None)}
@@ -59,7 +60,7 @@ def hashed_config(cfg, ignore=()) -> dict:
         if isinstance(node, dict) and (dotted in skip or (leaf in node and node[leaf] is None)):
             node.pop(leaf, None)
     if data.get("kinds_module") is not None:  # the user's kinds file: its content, wherever it lies
-        data["kinds_module"] = {"sha256": content_digest(data["kinds_module"])}
+        data["kinds_module"] = {"sha256": kinds_sha256 or content_digest(data["kinds_module"])}
     revisions = cell_kind_revisions(cfg)
     if revisions:  # a kind whose behaviour changed: its cells are not the ones trained before
         data[KIND_REVISIONS] = revisions
@@ -108,11 +109,13 @@ class Hashes:
         return self.training if recorded and recorded in (self.training, self.training_before_optim) else ""
 
 
-def cell_hashes(cfg) -> Hashes:
-    """Both hashes of a composed config, and their pre-optim-group versions. The one place a rerun
-    consults the old hashes: ``Hashes.recognised_*``."""
-    return Hashes(config_hash(cfg), training_hash(cfg), before_optim_group(cfg),
-                  before_optim_group(cfg, NOT_TRAINING))
+def cell_hashes(cfg, kinds=None) -> Hashes:
+    """Both hashes of a composed config, and their pre-optim-group versions (``kinds``: the user's
+    loaded ``KindsFile``, whose digest they take, or None). The one place a rerun consults the old
+    hashes: ``Hashes.recognised_*``."""
+    digest_ = kinds.sha256 if kinds is not None else None
+    config, training = hashed_config(cfg, (), digest_), hashed_config(cfg, NOT_TRAINING, digest_)
+    return Hashes(digest(config), digest(training), before_optim_group(config), before_optim_group(training))
 
 
 # --- before the optim group --------------------------------------------------------------------
@@ -137,10 +140,10 @@ BUDGET_OPTIM = {
 }
 
 
-def before_optim_group(cfg, ignore=()) -> str:
-    """The hash ``config_hash(cfg, ignore)`` had before the optim group; "" where no earlier
-    configuration trained the same way (a schedule with its own length did not exist)."""
-    data = hashed_config(cfg, ignore)
+def before_optim_group(hashed: dict) -> str:
+    """The hash the config whose ``hashed_config`` is ``hashed`` had before the optim group; ""
+    where no earlier configuration trained the same way (a schedule with its own length did not exist)."""
+    data = copy.deepcopy(hashed)
     optim, budget = data.pop("optim", None), data.get("budget")
     family = (data.get("model") or {}).get("family")
     if not optim or optim.get("max_update") or not isinstance(budget, dict) or budget.get("name") not in BUDGET_OPTIM:

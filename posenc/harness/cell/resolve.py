@@ -4,8 +4,10 @@
 job names and shows the cell (read key by key, so that a refused cell still has a record), and
 then exactly one of the checked ``Cell``, the reason the grid skips it by design
 (``skip_impossible``), or the refusal (``ConfigError``, one line) of a value on its own or against
-the others (model family, placement and kind; precision and GPUs; the budget's limits and the
-schedule's length; the children's environment; the logger). What the lifecycle, the fairseq
+the others (model family, placement and kind; the corpus's ``data`` keys; precision and GPUs; the
+budget's limits and the schedule's length; the children's environment; the logger). The user's
+kinds file is loaded (read and hashed) once, by ``cell_spec``, and the hashes take its digest.
+What the lifecycle, the fairseq
 commands, resuming, the record, the resources of cells side by side and the W&B run need is then
 read from the ``Cell``, never from the config again. The one check left for later is the
 machine's (``precision.check_hardware``): a cell finished earlier is kept without asking for a GPU.
@@ -17,11 +19,12 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from posenc.cells.record import Record, new_record
+from posenc.corpora import CorpusConfig, CorpusError, parse_corpus_config
 from posenc.harness.cell.environment import added_environment
 from posenc.harness.cell.limits import RunLength, StepLimits, run_length, step_limits
 from posenc.harness.cell.logger import check_logger
 from posenc.harness.cell.precision import check_gpu_settings
-from posenc.harness.cell.spec import CellSpec, cell_spec, check_values, user_kinds
+from posenc.harness.cell.spec import CellSpec, cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.harness.hashing import Hashes, cell_hashes
 from posenc.kinds import grid_skip_reason
@@ -40,8 +43,8 @@ class Generation:
 @dataclass(frozen=True)
 class Cell:
     """Everything one cell runs with, as plain values: no methods, so that whoever reads the cell
-    does the reading where it runs, and a cell's run never comes back here. ``data`` stays the
-    corpus's own config node (the corpora package reads it); ``resolved_config`` is the whole config
+    does the reading where it runs, and a cell's run never comes back here. ``data`` is the corpus's
+    config as the corpora package parses it; ``resolved_config`` is the whole config
     as plain data, for a logger that records what the cell ran with (a W&B run's config), None with
     ``logger=none``."""
     spec: CellSpec
@@ -58,7 +61,7 @@ class Cell:
     max_time_min: float     # --stop-time-hours, over every run of a resumed cell
     save_interval_updates: int
     generation: Generation
-    data: object            # the corpus config (cfg.data)
+    data: CorpusConfig      # cfg.data, parsed and checked
     cache_dir: Path
     keep_checkpoints: str
     redo: bool
@@ -111,14 +114,22 @@ def resolve_cell(cfg) -> Resolved:
     shown = {"max_epoch": int(cfg.budget.max_epoch), "max_time_min": float(cfg.budget.max_time_min),
              "progress": bool(cfg.progress)}
     try:
+        spec, kinds = cell_spec(cfg)  # a misspelt value is an error, not a cell to skip
         if cfg.skip_impossible:
-            check_values(cfg)  # a misspelt value is an error, not a cell to skip
-            reason = grid_skip_reason(cfg.model.family, cfg.pe, cfg.placement)
+            reason = grid_skip_reason(spec.family, spec.pe, spec.placement)
             if reason:
                 return Resolved(name, **shown, skipped=reason)
-        return Resolved(name, **shown, cell=_cell(cfg, name))
+        return Resolved(name, **shown, cell=_cell(cfg, name, spec, kinds))
     except ConfigError as refused:
         return Resolved(name, **shown, refused=refused)
+
+
+def corpus_config(data) -> CorpusConfig:
+    """``cfg.data`` parsed; its CorpusError (one line naming the key) as the cell's refusal."""
+    try:
+        return parse_corpus_config(data)
+    except CorpusError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _name(cfg) -> CellName:
@@ -133,10 +144,11 @@ def _name(cfg) -> CellName:
     return CellName(identity, get("model.family"), trial, where)
 
 
-def _cell(cfg, name: CellName) -> Cell:
-    """The checked ``Cell``; ConfigError (one line) otherwise."""
-    spec = cell_spec(cfg)
-    kinds = user_kinds(cfg)  # loaded by cell_spec's checks; fairseq's children load it from the variable
+def _cell(cfg, name: CellName, spec: CellSpec, kinds) -> Cell:
+    """The checked ``Cell`` of ``spec`` and the user's kinds file ``kinds`` (loaded once, by
+    ``cell_spec``; fairseq's children load it from the variable); ConfigError (one line) otherwise."""
+    check_possible(spec, cfg.model.name)
+    data = corpus_config(cfg.data)  # a bad data key is refused here, with every other value, before any work
     check_logger(cfg.logger)
     check_gpu_settings(cfg)
     environment = {**added_environment(cfg.runtime), **({KINDS_ENV: str(kinds.path)} if kinds else {})}
@@ -162,6 +174,7 @@ def _cell(cfg, name: CellName) -> Cell:
         max_tokens=budget.max_tokens, max_time_min=float(budget.max_time_min),
         save_interval_updates=int(budget.get("save_interval_updates", 0) or 0),
         generation=Generation(gen.beam, gen.batch_size, gen.max_len_a, gen.max_len_b, bool(gen.test_long)),
-        data=cfg.data, cache_dir=Path(cfg.paths.cache_dir), keep_checkpoints=cfg.keep_checkpoints,
-        redo=bool(cfg.get("redo", False)), logger=logger, hashes=cell_hashes(cfg), resolved_config=resolved_config,
+        data=data, cache_dir=Path(cfg.paths.cache_dir), keep_checkpoints=cfg.keep_checkpoints,
+        redo=bool(cfg.get("redo", False)), logger=logger, hashes=cell_hashes(cfg, kinds),
+        resolved_config=resolved_config,
         trial=trial)

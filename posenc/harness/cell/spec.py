@@ -37,8 +37,7 @@ def user_kinds(cfg) -> KindsFile | None:
 
 def check_values(cfg) -> None:
     """Each of ``model.family``, ``placement`` and ``pe`` on its own (``pe`` among the kinds
-    registered, the user's file's included); raise ConfigError."""
-    user_kinds(cfg)
+    registered now, a user's file's included once ``cell_spec`` loaded it); raise ConfigError."""
     if cfg.model.family not in FAMILIES:
         raise ConfigError(f"model.family={cfg.model.family!r} is not allowed; allowed: {', '.join(FAMILIES)}")
     if cfg.placement not in PLACEMENTS:
@@ -47,13 +46,18 @@ def check_values(cfg) -> None:
         raise ConfigError(f"pe={cfg.pe!r} is not allowed; allowed: {', '.join(pe_kinds())}")
 
 
-def cell_spec(cfg) -> CellSpec:
-    """Check ``placement``, ``pe`` and the model, alone and against each other; raise ConfigError."""
+def cell_spec(cfg) -> tuple:
+    """``(CellSpec, KindsFile or None)``: the user's kinds file loaded (read and hashed) once, then
+    each value checked on its own; raise ConfigError. Whether the values go together is
+    ``check_possible``'s: a grid that skips impossible cells decides its skip from the spec first."""
+    kinds = user_kinds(cfg)
     check_values(cfg)
-    family = cfg.model.family
-    spec = CellSpec(family, cfg.model.arch, cfg.placement, cfg.pe)
-    allowed = family_pe_kinds(family)
-    if spec.placement != "none" and cfg.pe not in allowed:
-        raise ConfigError(f"pe={cfg.pe!r} is not possible for model={cfg.model.name} ({family}); "
+    return CellSpec(cfg.model.family, cfg.model.arch, cfg.placement, cfg.pe), kinds
+
+
+def check_possible(spec: CellSpec, model: str) -> None:
+    """The kind against the model's family (``model``: its name, for the message); raise ConfigError."""
+    allowed = family_pe_kinds(spec.family)
+    if spec.placement != "none" and spec.pe not in allowed:
+        raise ConfigError(f"pe={spec.pe!r} is not possible for model={model} ({spec.family}); "
                           f"allowed: {', '.join(allowed)}")
-    return spec
