@@ -161,3 +161,11 @@ def test_importing_the_keys_or_the_plan_reader_registers_no_resolver():
             "print(OmegaConf.has_resolver('posenc_keys'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "False"
+
+
+def test_only_the_application_and_the_sweepers_read_hydras_own_config():
+    """A cell's job knows Hydra's side once (``posenc.harness.app.Job``) and hands on what the rest
+    needs (the W&B run's name and group): no lower floor reads ``HydraConfig``."""
+    harness = REPO / "posenc" / "harness"
+    readers = sorted(str(p.relative_to(harness)) for p in harness.rglob("*.py") if "HydraConfig" in p.read_text())
+    assert all(r == "app.py" or r.startswith("sweep/") for r in readers), readers

@@ -23,6 +23,7 @@ from posenc.harness.run.lifecycle import Ran, run_cell
 from posenc.harness.run.pruning import trial_pruning
 from posenc.harness.sweep.report import SweepReport
 from posenc.harness.tracking.progress import CellProgress
+from posenc.harness.tracking.wandb_run import CellIdentity
 
 SKIPPED = None  # what run() returns for a cell the grid skips by design: nothing to record or hand over
 
@@ -43,6 +44,12 @@ class Job:
     launcher: object
     sweep: object     # the sweep this cell belongs to, read once (its plan and the records so far), or None
     planned: int      # the sweep's planned cells; 0 where there is no total to count a cell against
+    name: str         # the cell's override dirname (e.g. placement=source,seed=2): its W&B run's name
+    shown_dir: str    # the home as configured, for the W&B group's name
+
+    @property
+    def identity(self) -> CellIdentity:
+        return CellIdentity(self.name, self.home, self.shown_dir)
 
     @classmethod
     def current(cls) -> "Job":
@@ -52,8 +59,10 @@ class Job:
         sweep = sweep_so_far(Path(hydra_cfg.sweep.dir)) if multirun else None
         # An adaptive sweep decides its cells batch by batch: no total to count a cell against.
         planned = len(sweep.plan_values) if sweep and sweep.planned and not sweep.strategy else 0
+        shown_dir = str(hydra_cfg.sweep.dir if multirun else hydra_cfg.run.dir)
         return cls(multirun, hydra_cfg.job.num if multirun else 0, job_dir,  # a single run has no job number
-                   Path(hydra_cfg.sweep.dir) if multirun else job_dir, hydra_cfg.launcher, sweep, planned)
+                   Path(hydra_cfg.sweep.dir) if multirun else job_dir, hydra_cfg.launcher, sweep, planned,
+                   hydra_cfg.job.override_dirname or job_dir.name, shown_dir)
 
 
 def cell_label(where: str, job: Job) -> str:
@@ -111,7 +120,7 @@ def run(resolved: Resolved, job: Job, progress: CellProgress):
         # Cells side by side (joblib, submitit_local) share the cores; joblib cells get GPUs of their own.
         with cell_resources(cell, job.launcher, job.planned, job.home, say=progress.say) as child_env:
             pruning = trial_pruning(job.home, job.job_dir) if job.multirun and cell.trial is not None else None
-            return run_cell(cell, job.job_dir, progress, child_env, pruning)
+            return run_cell(cell, job.job_dir, progress, child_env, pruning, job.identity)
 
 
 def cell_job(resolved: Resolved, job: Job, progress: CellProgress) -> int:

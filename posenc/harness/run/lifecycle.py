@@ -64,13 +64,14 @@ def finished_result(job_dir: Path, cell):
     return record
 
 
-def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, pruning=None) -> Ran:
+def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, pruning=None, ident=None) -> Ran:
     """Run (or find finished) one resolved cell (``posenc.harness.cell.resolve``). Anything that
     goes wrong in training or decoding is recorded as a failed cell, with a one-line error; a
     signal to the harness is recorded as an interrupted cell; a corpus or machine refusal raises.
     ``env``: what cells side by side get on top of the user's environment (a thread share, their
     GPUs; ``posenc.harness.launch.parallel``). ``pruning``: a tuning trial's
     (``posenc.harness.run.pruning``), which may stop its training early: the record says pruned.
+    ``ident``: how its W&B run names it (``tracking.wandb_run.CellIdentity``, from the job).
     Returns the record with what stopped it, if a signal did (``Ran``)."""
     # Everything the harness adds to fairseq's environment; commands.sh exports the same.
     env = {**cell.environment, **(env or {})}
@@ -83,9 +84,9 @@ def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, prun
             earlier = finished_result(job_dir, cell)
             if earlier:
                 progress.say(f"finished earlier: {outcome(earlier)}; kept")
-                log_finished_cell(cell, job_dir, earlier)  # logger=wandb: its run, once, from what the cell kept
+                log_finished_cell(cell, job_dir, earlier, ident)  # logger=wandb: its run, once, from what it kept
                 return Ran(earlier)
-        return _run(cell, job_dir, env, progress, pruning)
+        return _run(cell, job_dir, env, progress, pruning, ident)
 
 
 def outcome(record: Record) -> str:
@@ -96,7 +97,7 @@ def outcome(record: Record) -> str:
     return f"trial {record.trial} {record.status}, validation loss {loss}"
 
 
-def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -> Ran:
+def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None, ident=None) -> Ran:
     check_hardware(cell, child_environment(env))
     started = time.monotonic()
     prepared = prepare_corpus(cell.data, cell.cache_dir, log=progress.say)
@@ -106,7 +107,7 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None) -
     record.corpus = prepared.record()
     versions = provenance()
     write_json_atomic(job_dir / layout.PROVENANCE_FILE, versions)
-    wandb_run = start_cell_run(cell, job_dir, record, versions["git_commit"])  # logger=wandb; else does nothing
+    wandb_run = start_cell_run(cell, job_dir, record, versions["git_commit"], ident)  # logger=wandb; else nothing
     save_dir = job_dir / layout.CHECKPOINTS
     plan = resume.plan(job_dir, cell)  # (starting afresh clears the cell's old result)
     record.write(job_dir)  # running: a cell killed outright is seen as such, never as a finished one

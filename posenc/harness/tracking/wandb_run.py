@@ -78,17 +78,13 @@ class CellIdentity:
     shown_dir: str  # that directory as configured, for the group name
 
 
-def cell_identity(job_dir: Path) -> CellIdentity:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
+def cell_identity(job_dir: Path, ident: CellIdentity = None) -> CellIdentity:
+    """``ident`` (what ``posenc-run``'s job knows of the cell: ``posenc.harness.app.Job``), or, for a
+    cell run outside it (tests, scripts), its directory's name under its parent."""
+    if ident is not None:
+        return ident
     job_dir = Path(job_dir)
-    if not HydraConfig.initialized():  # called outside posenc-run (tests, scripts)
-        return CellIdentity(job_dir.name, job_dir.parent, str(job_dir.parent))
-    hydra_cfg = HydraConfig.get()
-    name = hydra_cfg.job.override_dirname or job_dir.name
-    if hydra_cfg.mode == RunMode.MULTIRUN:
-        return CellIdentity(name, Path(hydra_cfg.sweep.dir), str(hydra_cfg.sweep.dir))
-    return CellIdentity(name, job_dir, str(hydra_cfg.run.dir))
+    return CellIdentity(job_dir.name, job_dir.parent, str(job_dir.parent))
 
 
 def init_kwargs(logger, **kwargs) -> dict:
@@ -171,18 +167,19 @@ def cell_tags(cell) -> list:
     return [f"{k}={cell.identity[k]}".replace(",", ";")[:64] for k in ("model", "data", "pe", "placement")]
 
 
-def cell_run_id(job_dir: Path, record):
-    ident = cell_identity(job_dir)
+def cell_run_id(job_dir: Path, record, ident: CellIdentity = None):
+    ident = cell_identity(job_dir, ident)
     token = sweep_token(ident.home)
     return ident, token, run_id(token, ident.name, record.config_hash or "")
 
 
-def start_cell_run(cell, job_dir: Path, record, git_commit: str):
-    """Open (or continue) the cell's run (``cell``: a resolved Cell); ``NoRun`` for ``logger=none``."""
+def start_cell_run(cell, job_dir: Path, record, git_commit: str, ident: CellIdentity = None):
+    """Open (or continue) the cell's run (``cell``: a resolved Cell; ``ident``: ``cell_identity``'s);
+    ``NoRun`` for ``logger=none``."""
     if cell.logger["name"] == "none":
         return NoRun()
     wandb = import_wandb()
-    ident, token, rid = cell_run_id(job_dir, record)
+    ident, token, rid = cell_run_id(job_dir, record, ident)
     run = start(wandb, cell.logger, id=rid, resume="allow", name=ident.name,
                 group=group_name(cell.identity["experiment"], ident.shown_dir, token), job_type="cell",
                 tags=cell_tags(cell), dir=str(ident.home))
@@ -190,13 +187,13 @@ def start_cell_run(cell, job_dir: Path, record, git_commit: str):
     return CellRun(run, job_dir)
 
 
-def log_finished_cell(cell, job_dir: Path, record) -> None:
+def log_finished_cell(cell, job_dir: Path, record, ident: CellIdentity = None) -> None:
     """A cell that finished before (perhaps without W&B) and has no run yet: one run from what it
     kept (fairseq's curves from its train.log, its record), so turning W&B on never retrains."""
     if cell.logger["name"] == "none":
         return
     job_dir = Path(job_dir)
-    _, _, rid = cell_run_id(job_dir, record)
+    _, _, rid = cell_run_id(job_dir, record, ident)
     marker = job_dir / RUN_ID_FILE
     if marker.exists() and marker.read_text(encoding="utf-8").strip() == rid:
         return
@@ -204,7 +201,7 @@ def log_finished_cell(cell, job_dir: Path, record) -> None:
         git_commit = json.loads((job_dir / PROVENANCE_FILE).read_text(encoding="utf-8"))["git_commit"]
     except (OSError, ValueError, KeyError):
         git_commit = "unknown"
-    run = start_cell_run(cell, job_dir, record, git_commit)
+    run = start_cell_run(cell, job_dir, record, git_commit, ident)
     log = job_dir / TRAIN_LOG
     if log.exists():
         for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
