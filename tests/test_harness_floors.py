@@ -169,3 +169,26 @@ def test_only_the_application_and_the_sweepers_read_hydras_own_config():
     harness = REPO / "posenc" / "harness"
     readers = sorted(str(p.relative_to(harness)) for p in harness.rglob("*.py") if "HydraConfig" in p.read_text())
     assert all(r == "app.py" or r.startswith("sweep/") for r in readers), readers
+
+
+RECORD_WRITERS = {"posenc/cells/record.py", "posenc/harness/run/lifecycle.py", "posenc/harness/run/records.py"}
+
+
+def test_one_room_builds_and_writes_a_cells_record():
+    """A cell's ``result.json`` is built and written by its run (``run/lifecycle.py``) and by
+    ``run/records.py`` (refused, stopped before training, not requeued, a SLURM job that ended
+    without a result), never by the cell's resolution, the application or a launcher."""
+    makers = {"new_record"}
+    outcomes = {"fail", "interrupt", "prune", "finish"}
+    found = set()
+    for path in (REPO / "posenc").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            named = isinstance(f, ast.Name) and f.id in makers
+            changed = isinstance(f, ast.Attribute) and f.attr in outcomes | {"write"} and \
+                isinstance(f.value, ast.Name) and "record" in f.value.id.lower()
+            if named or changed:
+                found.add(str(path.relative_to(REPO)))
+    assert found <= RECORD_WRITERS and "posenc/harness/run/records.py" in found, sorted(found - RECORD_WRITERS)

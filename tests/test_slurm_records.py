@@ -12,10 +12,10 @@ from posenc.harness.launch.slurm_launcher import (
     TESTED_SUBMITIT_LAUNCHER,
     PosencSlurmLauncher,
     check_gpus,
-    ended_without_result,
     submitit_launcher_version_problem,
 )
-from posenc.harness.run import lifecycle, slurm_job
+from posenc.harness.run import lifecycle, records, slurm_job
+from posenc.harness.run.records import ended_without_result
 from posenc.harness.run.signals import STOP
 
 # fairseq's own log lines (a first run that saved at update 16, a second that resumed from it).
@@ -74,15 +74,25 @@ def test_why_slurm_sent_sigterm(fields, restarted_before, cause):
     assert slurm_job.sigterm_cause(fields, environ) == cause
 
 
-def test_a_cell_stopped_before_training_began():
-    def earlier():
-        return Record(status="interrupted", placement="both", error="SLURM time limit: requeued during fairseq-train")
-    failed = slurm_job.unstarted(earlier(), slurm_job.TIME_LIMIT)  # a requeue would stop at the same place
+def test_a_cell_stopped_before_training_began(tmp_path):
+    from types import SimpleNamespace
+
+    name = SimpleNamespace(identity={"placement": "both", "seed": 1}, family="fconv")
+
+    def earlier(cell):
+        cell.mkdir(exist_ok=True)
+        Record(status="interrupted", placement="both", error="SLURM time limit: requeued during fairseq-train")\
+            .write(cell)
+        return cell
+    failed = records.unstarted(name, earlier(tmp_path / "a"), slurm_job.TIME_LIMIT)  # a requeue would stop there
     assert failed.status == "failed" and failed.placement == "both"
     assert failed.error.startswith("SLURM time limit reached before training began")
-    assert slurm_job.unstarted(earlier(), slurm_job.PREEMPTED).status == "interrupted"
-    unstarted = slurm_job.unstarted(Record(), slurm_job.CANCELLED)
-    assert (unstarted.status, unstarted.error) == ("interrupted", "cancelled (scancel) before training began")
+    assert json.loads((tmp_path / "a" / "result.json").read_text())["status"] == "failed"  # written, once
+    assert records.unstarted(name, earlier(tmp_path / "b"), slurm_job.PREEMPTED).status == "interrupted"
+    (tmp_path / "c").mkdir()
+    unstarted = records.unstarted(name, tmp_path / "c", slurm_job.CANCELLED)   # no earlier record: its identity
+    assert (unstarted.status, unstarted.error, unstarted.seed) == \
+        ("interrupted", "cancelled (scancel) before training began", 1)
 
 
 def test_a_job_id_is_the_array_element_where_there_is_one():
@@ -142,7 +152,7 @@ def test_squeue_that_cannot_answer_gives_no_states(tmp_path, monkeypatch):
     assert slurm_launcher.queue_states(["17"]) == {}
 
 
-def test_submitit_refusing_the_requeue_makes_a_failure_that_says_so(monkeypatch):
+def test_submitit_refusing_the_requeue_makes_a_failure_that_says_so(monkeypatch, tmp_path):
     from submitit.core.utils import UncompletedJobError
 
     def refuse(signum, frame):
@@ -151,10 +161,13 @@ def test_submitit_refusing_the_requeue_makes_a_failure_that_says_so(monkeypatch)
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGUSR2)}
     try:
         record = Record(status="interrupted", error="SLURM time limit: requeued during fairseq-train")
-        slurm_job.hand_over(record, slurm_job.TIME_LIMIT)
+        refusal = slurm_job.hand_over(True, slurm_job.TIME_LIMIT)
     finally:
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
+    assert refusal == "Job not requeued because: timed-out too many times." and record.status == "interrupted"
+    records.not_requeued(record, tmp_path, refusal)   # the one writer says it, and writes it
+    assert json.loads((tmp_path / "result.json").read_text())["error"] == record.error
     assert (record.status, record.error) == \
         ("failed", "SLURM time limit: requeued during fairseq-train; but not requeued: Job not requeued because: "
                    "timed-out too many times. (hydra.launcher.max_num_timeout); a rerun resumes it")

@@ -10,7 +10,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 
 from posenc.cells.keys import register_resolver
-from posenc.cells.record import Record, is_ok
+from posenc.cells.record import is_interrupted, is_ok
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.confdir import CONF_DIR
 from posenc.corpora import CorpusError
@@ -18,7 +18,7 @@ from posenc.harness.cell.resolve import Resolved, resolve_cell
 from posenc.harness.errors import ConfigError
 from posenc.harness.launch.parallel import cell_resources
 from posenc.harness.presets import experiment_as_override
-from posenc.harness.run import signals, slurm_job
+from posenc.harness.run import records, signals, slurm_job
 from posenc.harness.run.lifecycle import Ran, run_cell
 from posenc.harness.run.pruning import trial_pruning
 from posenc.harness.sweep.report import SweepReport
@@ -111,12 +111,12 @@ def run_job(cfg) -> None:
 
 
 def run(resolved: Resolved, job: Job, progress: CellProgress):
-    """Refuse or skip, then run the cell: its ``Ran``, or ``SKIPPED`` (the grid leaves it out by design)."""
+    """Skip, or run the checked cell: its ``Ran``, or ``SKIPPED`` (the grid leaves it out by design)."""
     with signals.interruptible():
         if resolved.skipped:
             progress.say(f"skipped by design: {resolved.skipped}")
             return SKIPPED
-        cell = resolved.checked()  # every refusal, before any work
+        cell = resolved.cell
         # Cells side by side (joblib, submitit_local) share the cores; joblib cells get GPUs of their own.
         with cell_resources(cell, job.launcher, job.planned, job.home, say=progress.say) as child_env:
             pruning = trial_pruning(job.home, job.job_dir) if job.multirun and cell.trial is not None else None
@@ -124,37 +124,43 @@ def run(resolved: Resolved, job: Job, progress: CellProgress):
 
 
 def cell_job(resolved: Resolved, job: Job, progress: CellProgress) -> int:
-    """The one place a job's failure and exit-code policy lives: runs the cell (``run``) and turns
-    whatever happened into what the job leaves behind; returns the job's exit status.
+    """The one place a job's failure and exit-code policy lives: refuses the cell, or runs it
+    (``run``) and turns whatever happened into what the job leaves behind; returns the job's exit
+    status.
 
     A refusal is one line on stderr (a sweep also records the cell as failed and goes on); a signal
     before training began says "not started" (and, in a SLURM job, records why); a stop in a SLURM
     job hands the job over as SLURM and submitit expect (``slurm_job.hand_over``); a single run
     exits with 2 (refused), 128 + the signal (stopped) or 1 (the cell did not finish ok). A sweep's
     cells always return 0: the sweep's end reports them."""
-    name, job_dir, multirun = resolved.name, job.job_dir, job.multirun
+    if resolved.refused is not None:
+        return refuse(resolved.refused, resolved.name, job)
     try:
         ran = run(resolved, job, progress)
-    except (ConfigError, CorpusError) as err:
-        # Refused before any training; one line, no traceback. A sweep records the cell as failed
-        # and goes on: its summary line and exit status report it.
-        print(f"posenc-run: error: {err}", file=sys.stderr)
-        if not multirun:
-            return 2
-        name.refused_record(job_dir, str(err)).write(job_dir)
-        return 0
+    except (ConfigError, CorpusError) as err:  # what only running can find: the machine's GPUs, W&B, the corpus's files
+        return refuse(err, resolved.name, job)
     except signals.StopRequested as stop:  # before the cell's training started
         progress.say(f"not started: {stop}")
-        ran = unstarted(stop, name, job_dir)
+        ran = unstarted(stop, resolved.name, job.job_dir)
     if ran is SKIPPED:
         return 0
     if signals.STOP.requested and slurm_job.job_id():  # requeue the job, or let it end, as the stop asks
-        hand_over(ran, job_dir, progress)
-    if multirun:
+        hand_over(ran, job.job_dir, progress)
+    if job.multirun:
         return 0  # a sweep goes on to the next cell (or past the rest, when interrupted); its end reports
     if signals.STOP.requested:
         return signals.STOP.exit_status()
     return 0 if ran.record.ok else 1
+
+
+def refuse(err: Exception, name, job: Job) -> int:
+    """Refused before any training; one line, no traceback. A sweep records the cell as failed and
+    goes on (its summary line and exit status report it); a single run exits with 2."""
+    print(f"posenc-run: error: {err}", file=sys.stderr)
+    if not job.multirun:
+        return 2
+    records.refused(name, job.job_dir, str(err))
+    return 0
 
 
 def unstarted(stop: signals.StopRequested, name, job_dir: Path) -> Ran:
@@ -163,19 +169,17 @@ def unstarted(stop: signals.StopRequested, name, job_dir: Path) -> Ran:
     if not slurm_job.job_id():
         return Ran()
     cause = slurm_job.stop_cause(stop.signum)
-    record = slurm_job.unstarted(Record.read(job_dir) or name.refused_record(job_dir, ""), cause)
-    record.write(job_dir)
-    return Ran(record, cause)
+    return Ran(records.unstarted(name, job_dir, cause), cause)
 
 
 def hand_over(ran: Ran, job_dir: Path, progress) -> None:
     """End the SLURM job as the stop asks, on the cause the cell recorded (else the signal's own);
     a requeue submitit refused turns the record into a failure, written and said."""
     record = ran.record
-    status = record and record.status
-    slurm_job.hand_over(record, ran.stop_cause or slurm_job.stop_cause(signals.STOP.signum))
-    if record and record.status != status:
-        record.write(job_dir)
+    refusal = slurm_job.hand_over(record is None or is_interrupted(record),
+                                  ran.stop_cause or slurm_job.stop_cause(signals.STOP.signum))
+    if refusal and record is not None:
+        records.not_requeued(record, job_dir, refusal)
         progress.say(f"FAILED: {record.error}")
 
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from posenc.cells.record import Record, new_record
 from posenc.corpora import CorpusConfig, CorpusError, parse_corpus_config
 from posenc.harness.cell.environment import added_environment
 from posenc.harness.cell.limits import RunLength, StepLimits, run_length, step_limits
@@ -79,11 +78,6 @@ class CellName:
     family: str
     trial: object
     where: str              # placement=.. pe=.. seed=.. model=.. (trial=..)
-
-    def refused_record(self, job_dir: Path, error: str) -> Record:
-        """The record of a sweep cell refused before any work (a value it cannot take): failed,
-        with the refusal as its error, so the sweep goes on and its table shows the cell."""
-        return new_record(self.identity, job_dir, self.family, error)
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,10 @@ from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as HydraSlurmLauncher
 from omegaconf import OmegaConf
 
-from posenc.cells.plan import override_dirname, override_values
-from posenc.cells.record import Record, is_interrupted, new_record
+from posenc.cells.plan import override_dirname
+from posenc.cells.record import Record, is_interrupted
 from posenc.harness.run.lock import running_job
+from posenc.harness.run.records import ended_without_result
 from posenc.harness.run.signals import STOP
 
 log = logging.getLogger(__name__)
@@ -89,27 +90,6 @@ def accounted_state(job_id: str) -> str:
         if jid == job_id:
             return state.split()[0] if state else ""
     return ""
-
-
-def ended_without_result(cell_dir: Path, job_id: str, state: str, overrides=()) -> None:
-    """Record why a cell's job ended before the cell reported, keeping what its record says (a cell
-    that never started gets its identity from its overrides)."""
-    record = Record.read(cell_dir)
-    if record and record.ok:
-        return
-    state = state or "ended (its final state is unknown: this cluster keeps no accounting)"
-    word, _, rest = state.partition(" ")
-    said = word.lower() if word.isupper() else word
-    why = f"SLURM job {job_id} {said}{' ' + rest if rest else ''} before the cell finished"
-    earlier = record.error if record else ""
-    if record is None:
-        record = new_record(override_values(overrides), cell_dir, None)
-    why += f"; the cell had said: {earlier}" if earlier else ""
-    if state.startswith("CANCELLED"):
-        record.interrupt(why)
-    else:
-        record.fail(why)
-    record.write(cell_dir)
 
 
 def check_gpus(job_overrides, gpus_per_node) -> None:

@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 
-from posenc.cells.record import Record, is_interrupted
 from posenc.harness.run.signals import STOP
 
 TIME_LIMIT = "SLURM time limit: requeued"
@@ -86,24 +85,14 @@ def requeues(cause: str) -> bool:
     return cause in (TIME_LIMIT, PREEMPTED)
 
 
-def unstarted(record: Record, cause: str) -> Record:
-    """The record of a cell stopped before its training began in this job (start-up, the corpus):
-    a time limit fails it, since a requeue would stop at the same place; anything else interrupts it."""
-    if cause == TIME_LIMIT:
-        record.fail("SLURM time limit reached before training began (start-up and the corpus took the time the "
-                    "job had); not requeued: give it more time (hydra.launcher.timeout_min)")
-    else:
-        record.interrupt(f"{cause} before training began")
-    return record
-
-
-def hand_over(record: Record, cause: str) -> None:
-    """End this SLURM job as its stop asks, once the cell's record is written: requeue it (the
-    time-limit warning: submitit's handler, which exits), or exit without a result (a requeue by
-    SLURM). Returns when the job simply ends (a cancellation; a cell not requeued). A refusal by
-    submitit (``max_num_timeout`` used up) turns the record into a failure that names it."""
-    if (record is not None and not is_interrupted(record)) or not requeues(cause):
-        return
+def hand_over(interrupted: bool, cause: str) -> str:
+    """End this SLURM job as its stop asks, once the cell's record is written (``interrupted``: it
+    says so, or the cell has none): requeue it (the time-limit warning: submitit's handler, which
+    exits), or exit without a result (a requeue by SLURM). Returns "" when the job simply ends (a
+    cancellation; a cell not requeued), or submitit's refusal of the requeue (``max_num_timeout``
+    used up), for the cell's record to say (``posenc.harness.run.records.not_requeued``)."""
+    if not interrupted or not requeues(cause):
+        return ""
     for signum in (signal.SIGTERM, signal.SIGUSR2):  # the requeue's own SIGTERM, a repeated warning: we are leaving
         signal.signal(signum, signal.SIG_IGN)
     if cause == PREEMPTED:
@@ -112,6 +101,5 @@ def hand_over(record: Record, cause: str) -> None:
     try:
         STOP.submitit_usr2(signal.SIGUSR2, None)  # checkpoint the launcher's call, scontrol requeue, exit
     except UncompletedJobError as refused:
-        if record is not None:
-            record.fail(f"{record.error}; but not requeued: {refused} (hydra.launcher.max_num_timeout); "
-                        "a rerun resumes it")
+        return str(refused)
+    return ""
