@@ -74,7 +74,7 @@ SINUSOID_MARKERS = ("{side}.embed_positions._float_tensor", "{side}.embed_positi
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-def _resolve(target):
+def resolve_callable(target):
     """A callable given as itself or as ``"module:function"``."""
     if isinstance(target, str):
         module, _, function = target.partition(":")
@@ -86,6 +86,11 @@ def _callable_or_path(value) -> bool:
     return callable(value) or (isinstance(value, str) and ":" in value)
 
 
+# A built-in kind's ``InCheckpoint.rebuild``: the analysis, which reads checkpoints, registers the
+# rebuild itself; this registry names none of its modules.
+BY_THE_ANALYSIS = "by the analysis"
+
+
 @dataclass(frozen=True)
 class InCheckpoint:
     """How the analysis recognises a kind in a checkpoint. ``markers``: state-dict keys (``{side}``
@@ -93,13 +98,11 @@ class InCheckpoint:
     checkpoint, or one written before the plugin recorded kinds); ``reads``: one of ``READS``;
     ``rebuild``: for ``BIAS`` and ``VECTORS``, ``rebuild(ckpt, side, max_len) -> (result, why)``
     (a callable or ``"module:function"``; ``posenc.analysis.read.relative_bias`` and ``.relative_vectors``
-    say what ``result`` is), ``result`` None with ``why`` when it cannot."""
+    say what ``result`` is), ``result`` None with ``why`` when it cannot; ``BY_THE_ANALYSIS`` for a
+    built-in kind, whose rebuild the analysis registers itself (``posenc.analysis.read.rebuilds``)."""
     markers: tuple = ()
     reads: str = None
     rebuild: object = field(default=None, repr=False)
-
-    def rebuilder(self):
-        return _resolve(self.rebuild) if self.rebuild is not None else None
 
 
 # --- options: a kind's flags ---------------------------------------------------------------------
@@ -273,7 +276,7 @@ class PositionKind:
 
     def build(self, side: Side):
         """The kind's module for ``side`` (None where the side needs none)."""
-        return _resolve(self.builder)(side)
+        return resolve_callable(self.builder)(side)
 
 
 _REGISTRY = {}  # name -> PositionKind, in registration order
@@ -357,7 +360,8 @@ def register_kind(name: str, *, families, acts: str, build=None, checkpoint: InC
     if checkpoint.reads not in READS:
         raise ValueError(f"position kind {name!r}: reads={checkpoint.reads!r} is not allowed; allowed: "
                          f"{', '.join(map(str, READS))}")
-    if checkpoint.reads in REBUILT and not _callable_or_path(checkpoint.rebuild):
+    if checkpoint.reads in REBUILT and not (_callable_or_path(checkpoint.rebuild) or
+                                            checkpoint.rebuild == BY_THE_ANALYSIS):
         raise ValueError(f"position kind {name!r}: reads={checkpoint.reads!r} needs a rebuild, a callable or "
                          "'module:function'")
     _check_options(name, options)
@@ -437,14 +441,14 @@ register_kind("sinusoidal", families=FAMILIES, acts=EMBEDDINGS, build="posenc.en
 register_kind("rope", families=("transformer",), acts=QUERIES_KEYS, build="posenc.encodings.rotary:build_side",
               options=RopeOptions)
 register_kind("alibi", families=("transformer",), acts=LOGITS, build="posenc.encodings.attention_bias:build_alibi",
-              checkpoint=InCheckpoint(reads=BIAS, rebuild="posenc.analysis.read.relative_bias:rebuild_alibi"))
+              checkpoint=InCheckpoint(reads=BIAS, rebuild=BY_THE_ANALYSIS))
 register_kind("t5", families=("transformer",), acts=LOGITS, build="posenc.encodings.attention_bias:build_t5",
               checkpoint=InCheckpoint(markers=(RELATIVE_BIAS_KEY,), reads=BIAS,
-                                      rebuild="posenc.analysis.read.relative_bias:rebuild_t5"))
+                                      rebuild=BY_THE_ANALYSIS))
 register_kind("none", families=FAMILIES, acts=EMBEDDINGS, build="posenc.encodings.none:build_side")
 register_kind("shaw", families=("transformer",), acts=KEYS_VALUES, build="posenc.encodings.shaw:build_side",
               checkpoint=InCheckpoint(markers=(RELATIVE_KEYS_KEY.replace("{layer}", "0"),), reads=VECTORS,
-                                      rebuild="posenc.analysis.read.relative_vectors:rebuild_shaw"),
+                                      rebuild=BY_THE_ANALYSIS),
               options=ShawOptions)
 # Revision 1 of ``shape`` (issue 40): k from 0..K-1 and positions shifted by K at inference, as the
 # authors run it, drawn from a generator of its own; of ``cape``: its draws from a generator of its

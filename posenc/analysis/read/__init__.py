@@ -6,3 +6,7 @@ relative attention biases and relative key/value vectors rebuilt through a kind'
 
 The lowest room: it imports no other room of the analysis (``tests/test_analysis_rooms.py``).
 """
+
+# Each registers the rebuilds of its built-in kinds (``rebuilds``) as it is imported: the analysis
+# finds them whichever of its modules it entered by.
+from posenc.analysis.read import relative_bias, relative_vectors  # noqa: E402, F401

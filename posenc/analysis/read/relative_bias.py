@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from posenc.analysis.read.fairseq_checkpoint import attention_heads, embed_dim, find_key, model_args
+from posenc.analysis.read.rebuilds import rebuilder, register_rebuild
 from posenc.encodings.attention_bias import T5_MAX_DISTANCE, AlibiBias, T5RelativeBias, is_causal, t5_init_std
 from posenc.kinds import BIAS, REBUILT, RELATIVE_BIAS_KEY, find_kind
 
@@ -123,7 +124,11 @@ def extract_rebuilt(ckpt: dict, kinds: dict, max_len=None):
         registered = find_kind(kind)
         if registered is None or registered.checkpoint.reads not in REBUILT:
             continue
-        result, reason = registered.checkpoint.rebuilder()(ckpt, side, max_len)
+        rebuild = rebuilder(registered)
+        if rebuild is None:
+            why[side] = f"{kind}: reads {registered.checkpoint.reads}, but no rebuild is registered for it"
+            continue
+        result, reason = rebuild(ckpt, side, max_len)
         if result is None:
             why[side] = reason
         else:
@@ -136,6 +141,9 @@ def extract_biases(ckpt: dict, kinds: dict, max_len=None):
     rebuilt, why = extract_rebuilt(ckpt, kinds, max_len)
     return {side: result for side, (reads, result) in rebuilt.items() if reads == BIAS}, why
 
+
+register_rebuild("alibi", rebuild_alibi)
+register_rebuild("t5", rebuild_t5)
 
 __all__ = ["DISTANCE", "RelativeBias", "extract_biases", "extract_rebuilt", "profile", "rebuild_alibi",
            "rebuild_t5"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from posenc.analysis.read.fairseq_checkpoint import model_args
+from posenc.analysis.read.rebuilds import register_rebuild
 from posenc.kinds import RELATIVE_KEYS_KEY, RELATIVE_VALUES_KEY
 
 
@@ -74,5 +75,7 @@ def rebuild_shaw(ckpt: dict, side: str, max_len):
     return RelativeVectors(side, "shaw", k, torch.arange(-k, k + 1), w_k, w_v,
                            f"{RELATIVE_KEYS_KEY.format(side=side, layer='*')} and values", settings, notes), None
 
+
+register_rebuild("shaw", rebuild_shaw)
 
 __all__ = ["RelativeVectors", "rebuild_shaw"]
