@@ -50,7 +50,7 @@ def summary_line(stdout: str) -> str:
 
 
 def compose_cell(*overrides):
-    """The resolved ``Cell`` of the root config with ``overrides``, as posenc-run resolves it (the
+    """The ``ResolvedCell`` of the root config with ``overrides``, as posenc-run resolves it (the
     corpus cache named, since its default is Hydra's runtime cwd, which only a running job has)."""
     from posenc.harness.cell.resolve import resolve_cell
     return resolve_cell(compose_cfg("paths.cache_dir=/no/cache", *overrides)).checked()

@@ -6,8 +6,8 @@ the same). A module may import its own floor and the ones below, never one above
 
 1. base: ``errors.py`` (``ConfigError``), ``hashing.py``, ``study.py``, ``fairseq_logs.py`` (reading
    fairseq's log lines, which both running a cell and tracking it stand on);
-2. ``cell/``: the config resolved once into a ``Cell``, every refusal (the logger's too);
-3. ``tracking/``: what a user watches (progress lines, W&B runs), given a ``Cell``;
+2. ``cell/``: the config resolved once into a ``ResolvedCell``, every refusal (the logger's too);
+3. ``tracking/``: what a user watches (progress lines, W&B runs), given a ``ResolvedCell``;
 4. ``run/``: running a cell (the lifecycle, fairseq's children, signals, the lock, the SLURM job it
    runs in, how a job ends), which reports to tracking;
 5. ``launch/``: where cells run (side by side on one machine, the SLURM launcher);
@@ -139,7 +139,7 @@ def test_resolve_cell_is_the_only_reader_of_the_composed_config():
 
 def test_what_resolve_cell_returns_carries_no_config_node():
     """Nothing smuggles the config past ``resolve_cell``: no field of ``Resolved``, its name or its
-    ``Cell`` is a config node; the corpus's node is parsed there (``Cell.data``, a ``CorpusConfig``)."""
+    ``ResolvedCell`` is a config node; the corpus's node is parsed there (``ResolvedCell.data``, a ``CorpusConfig``)."""
     from posenc.corpora import CorpusConfig
     from posenc.harness.cell.resolve import resolve_cell
     resolved = resolve_cell(compose_cfg("paths.cache_dir=/no/cache", "logger=wandb", hydra=False))

@@ -59,7 +59,7 @@ def compose_cell(*overrides):
 
 
 def cell_record(cell, job_dir, **scores):
-    """A cell's record as the harness hands it to W&B (``cell``: the resolved Cell)."""
+    """A cell's record as the harness hands it to W&B (``cell``: the ResolvedCell)."""
     record = {**cell.identity, "status": "failed", "error": "", "bleu": None, "job_dir": str(job_dir),
               "config_hash": "abc123", "corpus": {"cache_key": "synthetic-0123", "sizes": {"train": 300}}}
     record.update(scores)

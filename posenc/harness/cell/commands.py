@@ -21,7 +21,7 @@ def train_program() -> list:
 
 
 def train_flags(cell) -> list:
-    """Precision and device flags of fairseq-train (``cell``: a resolved Cell)."""
+    """Precision and device flags of fairseq-train (``cell``: a ResolvedCell)."""
     precision = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}[cell.precision]
     return precision + device_flags(cell)
 
@@ -79,7 +79,7 @@ def flags(options: dict) -> list:
 # No device probing: fairseq uses a GPU when torch sees one and the CPU otherwise (gpus=0 forces
 # the CPU), and the parent process never has to import torch (seconds per cell) to find out.
 def train_command(bin_dir, save_dir, cell) -> list:
-    """fairseq-train of a resolved cell (``posenc.harness.cell.resolve.Cell``)."""
+    """fairseq-train of a resolved cell (``posenc.harness.cell.resolve.ResolvedCell``)."""
     spec, length = cell.spec, cell.length
     return [
         *train_program(), str(bin_dir),

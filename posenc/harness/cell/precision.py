@@ -43,7 +43,7 @@ def cuda_device_count(env: dict) -> int:
 
 
 def check_hardware(cell, env: dict) -> None:
-    """Refuse, before any work, a cell (a resolved Cell) that needs more CUDA devices than the machine shows."""
+    """Refuse, before any work, a cell (a ResolvedCell) that needs more CUDA devices than the machine shows."""
     needed = needs_cuda(cell)
     if not needed:
         return

@@ -2,14 +2,14 @@
 
 ``resolve_cell`` is the one reader of a cell's composed config. It returns a ``Resolved``: how the
 job names and shows the cell (read key by key, so that a refused cell still has a record), and
-then exactly one of the checked ``Cell``, the reason the grid skips it by design
+then exactly one of the checked ``ResolvedCell``, the reason the grid skips it by design
 (``skip_impossible``), or the refusal (``ConfigError``, one line) of a value on its own or against
 the others (model family, placement and kind; the corpus's ``data`` keys; precision and GPUs; the
 budget's limits and the schedule's length; the children's environment; the logger). The user's
 kinds file is loaded (read and hashed) once, by ``cell_spec``, and the hashes take its digest.
 What the lifecycle, the fairseq
 commands, resuming, the record, the resources of cells side by side and the W&B run need is then
-read from the ``Cell``, never from the config again. The one check left for later is the
+read from the ``ResolvedCell``, never from the config again. The one check left for later is the
 machine's (``precision.check_hardware``): a cell finished earlier is kept without asking for a GPU.
 """
 
@@ -40,7 +40,7 @@ class Generation:
 
 
 @dataclass(frozen=True)
-class Cell:
+class ResolvedCell:
     """Everything one cell runs with, as plain values: no methods, so that whoever reads the cell
     does the reading where it runs, and a cell's run never comes back here. ``data`` is the corpus's
     config as the corpora package parses it; ``resolved_config`` is the whole config
@@ -88,11 +88,11 @@ class Resolved:
     max_epoch: int
     max_time_min: float
     progress: bool
-    cell: Cell = None
+    cell: ResolvedCell = None
     skipped: str = ""
     refused: ConfigError = None
 
-    def checked(self) -> Cell:
+    def checked(self) -> ResolvedCell:
         """The cell, or its refusal raised (``ConfigError``). A cell skipped by design has none:
         its job ends before asking (``posenc.harness.app``)."""
         if self.refused is not None:
@@ -138,8 +138,8 @@ def _name(cfg) -> CellName:
     return CellName(identity, get("model.family"), trial, where)
 
 
-def _cell(cfg, name: CellName, spec: CellSpec, kinds) -> Cell:
-    """The checked ``Cell`` of ``spec`` and the user's kinds file ``kinds`` (loaded once, by
+def _cell(cfg, name: CellName, spec: CellSpec, kinds) -> ResolvedCell:
+    """The checked ``ResolvedCell`` of ``spec`` and the user's kinds file ``kinds`` (loaded once, by
     ``cell_spec``; fairseq's children load it from the variable); ConfigError (one line) otherwise."""
     check_possible(spec, cfg.model.name)
     data = corpus_config(cfg.data)  # a bad data key is refused here, with every other value, before any work
@@ -160,7 +160,7 @@ def _cell(cfg, name: CellName, spec: CellSpec, kinds) -> Cell:
     if logger.get("name") != "none":  # what a logger records the cell ran with; Hydra's own node is no part of it
         resolved_config = OmegaConf.to_container(cfg, resolve=True)
         resolved_config.pop("hydra", None)
-    return Cell(
+    return ResolvedCell(
         spec=spec, identity=identity, seed=int(cfg.seed), limits=limits, length=length, environment=environment,
         precision=cfg.precision, gpus=cfg.gpus,
         model_args=OmegaConf.to_container(cfg.model.args, resolve=True),

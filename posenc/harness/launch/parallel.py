@@ -119,7 +119,7 @@ def gpu_slots(lock_dir: Path, gpus: list, needed: int, poll_s: float = 2.0, say=
 
 @contextlib.contextmanager
 def cell_resources(cell, launcher, cells_in_sweep: int, sweep_dir: Path, say=None):
-    """The environment this cell's (a resolved Cell's) fairseq children get on top of the user's: a
+    """The environment this cell's (a ResolvedCell's) fairseq children get on top of the user's: a
     thread share when cells run side by side, and their own GPUs when they do so on a machine with GPUs."""
     concurrent = concurrent_cells(launcher, cells_in_sweep)
     # A thread count the user chose in the config (runtime.threads) is already in the cell's environment.

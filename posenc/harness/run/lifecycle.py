@@ -1,6 +1,6 @@
 """One cell, end to end: corpus -> fairseq-train -> fairseq-generate -> BLEU -> result.json.
 
-It runs on a resolved ``Cell`` (``posenc.harness.cell.resolve``), never on the config. A cell
+It runs on a ``ResolvedCell`` (``posenc.harness.cell.resolve``), never on the config. A cell
 resumes where it stopped (``posenc.harness.run.resume``), runs under a per-cell lock
 (``posenc.harness.run.lock``) and records a signal to the harness as ``interrupted``
 (``posenc.harness.run.signals``).

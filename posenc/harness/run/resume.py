@@ -60,7 +60,7 @@ def start_over(job_dir: Path) -> None:
 
 
 def plan(job_dir: Path, cell) -> Plan:
-    """What to do with ``cell`` (a resolved ``Cell``) in ``job_dir`` (it may clear stale state)."""
+    """What to do with ``cell`` (a ``ResolvedCell``) in ``job_dir`` (it may clear stale state)."""
     job_dir = Path(job_dir)
     saved = job_dir / CHECKPOINTS
     state = read_state(job_dir)

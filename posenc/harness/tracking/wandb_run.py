@@ -154,7 +154,7 @@ def cell_summary(record) -> dict:
 
 
 def cell_config(cell, record, git_commit: str) -> dict:
-    """The resolved Hydra config of the cell (``Cell.resolved_config``), plus what it resolved to: the
+    """The resolved Hydra config of the cell (``ResolvedCell.resolved_config``), plus what it resolved to: the
     kinds used on each side, the corpus key and the code version."""
     config = dict(cell.resolved_config or {})
     config.update(encoder_pos=record.encoder_pos, decoder_pos=record.decoder_pos,
@@ -174,7 +174,7 @@ def cell_run_id(job_dir: Path, record, ident: CellIdentity = None):
 
 
 def start_cell_run(cell, job_dir: Path, record, git_commit: str, ident: CellIdentity = None):
-    """Open (or continue) the cell's run (``cell``: a resolved Cell; ``ident``: ``cell_identity``'s);
+    """Open (or continue) the cell's run (``cell``: a ResolvedCell; ``ident``: ``cell_identity``'s);
     ``NoRun`` for ``logger=none``."""
     if cell.logger["name"] == "none":
         return NoRun()
