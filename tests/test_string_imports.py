@@ -77,3 +77,22 @@ def test_the_analysis_registers_a_rebuild_for_every_built_in_kind_it_rebuilds():
     assert out.strip() == str(["alibi=posenc.analysis.read.relative_bias.rebuild_alibi",
                                "shaw=posenc.analysis.read.relative_vectors.rebuild_shaw",
                                "t5=posenc.analysis.read.relative_bias.rebuild_t5"])
+
+
+# The calls that import a module named at run time, each with why (from the issue-41d branch's check).
+DYNAMIC_IMPORTS = {
+    "kinds.py": "resolve_callable: a registration's builder (or a user's rebuild) given as 'module:function'",
+    "encodings/__init__.py": "PEP 562: its own submodules, f'{__name__}.{home}'",
+}
+
+
+def test_every_dynamic_import_is_listed_with_why():
+    """``importlib.import_module`` and ``__import__`` import what no import statement shows."""
+    found = set()
+    for path in POSENC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            f = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and (getattr(f, "attr", None) or getattr(f, "id", None)) in \
+                    ("import_module", "__import__"):
+                found.add(str(path.relative_to(POSENC)))
+    assert found == set(DYNAMIC_IMPORTS), sorted(found)
