@@ -115,7 +115,7 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
         if len(seeds) != len(set(map(str, seeds))):
             warnings.append(f"row {row_name(row.identity)} has cells with the same seed; "
                             "pairing by seed takes the first")
-    has_long = any(getattr(c.record, field("bleu", "test_long")) is not None for r in rows for c in r.cells)
+    has_long = any(c.record.test_long.bleu is not None for r in rows for c in r.cells)
     splits = [s for s in SPLITS if s == "test" or has_long]
     scorer = Scorer()
     for row in rows:
