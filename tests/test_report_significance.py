@@ -135,3 +135,16 @@ def test_bucket_edges_and_labels():
     for bad in ("", "a,b", "12,8", "0,5", "5,5"):
         with pytest.raises(buckets.BucketError, match="--buckets"):
             buckets.parse_edges(bad)
+
+
+def test_a_rows_statistics_import_one_way():
+    """report/stats.py fills a table row's columns and knows a row by its attributes: it imports
+    nothing of the module that builds the rows (which imports it)."""
+    import ast
+    from pathlib import Path
+
+    import posenc.report.stats as row_stats
+    tree = ast.parse(Path(row_stats.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "posenc.report.rows" not in imported and "posenc.report.table" not in imported
+    assert {"posenc.stats.verdict", "posenc.stats"} <= imported
