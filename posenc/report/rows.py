@@ -66,6 +66,7 @@ class TableRow:
     outputs: dict = dc_field(default_factory=dict)    # split -> {seed: Output}
     problems: dict = dc_field(default_factory=dict)   # split -> why an ok cell has no usable output
     values: dict = dc_field(default_factory=dict)     # the computed columns (see as_dict)
+    comparisons: dict = dc_field(default_factory=dict)   # split -> stats.Comparison with the baseline row
     tests: dict = dc_field(default_factory=dict)      # (metric, split) -> verdict.SeedTest against the baseline
     chrf_by_seed: dict = dc_field(default_factory=dict)   # split -> {seed: chrF++}
 

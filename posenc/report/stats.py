@@ -7,7 +7,7 @@ builds the rows and imports this module, never the other way)."""
 
 import math
 import statistics
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -96,43 +96,61 @@ def row_scores(row, has_long: bool) -> None:
     v["time_capped"] = [c.record.seed for c in row.ok_cells() if time_capped(c.record)]
 
 
+@dataclass
+class Comparison:
+    """A table row against its baseline row on one split, as sacreBLEU's ``Score`` is a score:
+    typed fields, formatted apart (``columns``: the table's names, ``_<split>`` but on test)."""
+    delta_bleu: float = None          # mean over seeds of BLEU(row) - BLEU(baseline)
+    p_value: float = None             # sacreBLEU's sentence-only paired test
+    delta_bleu_tested: float = None   # what that test is about: BLEU of the concatenated outputs
+    delta_chrf: float = None
+    paired_seeds: int = 0             # seeds in the sentence-only test
+    p_note: str = ""                  # why the row is not tested ("baseline", ...), or ""
+    delta_seeds: list = None          # the seeds Δ is over; None: no comparison (a baseline, no baseline row)
+    delta_seeds_left_out: list = None
+    delta_seeds_why: str = None
+
+    def columns(self, split: str) -> dict:
+        """The table's columns, in their order; a row with no comparison has no ``delta_seeds*``."""
+        names = [f.name for f in fields(self)]
+        if self.delta_seeds is None:
+            names = [name for name in names if not name.startswith("delta_seeds")]
+        return {field(name, split): getattr(self, name) for name in names}
+
+
 def significance(rows, split, bases, settings):
     """Δ, sacreBLEU's sentence-only p and the verdict over seeds of every row against its baseline
     (``bases``: ``{id(row): its baseline row}``, the report's ``baselines``) on one split, for BLEU and
-    chrF++; returns the sentence-only test's signature."""
-    suffix = field("", split)
+    chrF++, into each row's ``comparisons[split]`` and its columns; returns the sentence-only test's
+    signature."""
     base_key, base_value = settings.baseline
     batches = {}
     for row in rows:
-        v = row.values
-        v[f"delta_bleu{suffix}"] = v[f"p_value{suffix}"] = v[f"delta_bleu_tested{suffix}"] = None
-        v[f"delta_chrf{suffix}"] = None
-        v[f"paired_seeds{suffix}"] = 0
+        cmp = row.comparisons[split] = Comparison()
         base = bases[id(row)]
         if base is row:
-            v[f"p_note{suffix}"] = "baseline"
+            cmp.p_note = "baseline"
             continue
         if base is None:
-            v[f"p_note{suffix}"] = f"no baseline row ({base_key}={base_value})"
+            cmp.p_note = f"no baseline row ({base_key}={base_value})"
             continue
         mine, theirs = row.seed_values(field("bleu", split)), base.seed_values(field("bleu", split))
         common = [s for s in mine if s in theirs]
-        v[f"p_note{suffix}"] = untestable(row, base, split, common)
+        cmp.p_note = untestable(row, base, split, common)
         paired = tuple(s for s in common if s in row.outputs[split] and s in base.outputs[split])
         # Δ, its CI and the verdict over the same seeds: those with outputs on both sides where the
         # row is tested, else (no verdict) those both finished.
-        used = paired if not v[f"p_note{suffix}"] else tuple(common)
-        v[f"delta_seeds{suffix}"] = list(used)
-        v[f"delta_seeds_left_out{suffix}"] = [s for s in common if s not in used]
-        v[f"delta_seeds_why{suffix}"] = row.problems[split] or (base.problems[split] and
-                                                                 f"baseline: {base.problems[split]}")
+        used = paired if not cmp.p_note else tuple(common)
+        cmp.delta_seeds = list(used)
+        cmp.delta_seeds_left_out = [s for s in common if s not in used]
+        cmp.delta_seeds_why = row.problems[split] or (base.problems[split] and f"baseline: {base.problems[split]}")
         if used:
-            v[f"delta_bleu{suffix}"] = float(np.mean([mine[s] - theirs[s] for s in used]))
+            cmp.delta_bleu = float(np.mean([mine[s] - theirs[s] for s in used]))
         chrf_mine, chrf_theirs = row.chrf_by_seed.get(split, {}), base.chrf_by_seed.get(split, {})
         chrf_used = [s for s in used if s in chrf_mine and s in chrf_theirs]
         if chrf_used:
-            v[f"delta_chrf{suffix}"] = float(np.mean([chrf_mine[s] - chrf_theirs[s] for s in chrf_used]))
-        if v[f"p_note{suffix}"]:
+            cmp.delta_chrf = float(np.mean([chrf_mine[s] - chrf_theirs[s] for s in chrf_used]))
+        if cmp.p_note:
             continue
         batches.setdefault((id(base), paired), (base, paired, []))[2].append(row)
     signature = ""
@@ -145,10 +163,13 @@ def significance(rows, split, bases, settings):
         base_bleu, results, signature = paired_test(joined(base, paired), systems, options, settings.test,
                                                     settings.samples)
         for i, row in enumerate(members):
-            row.values[f"p_value{suffix}"] = results[str(i)].p_value
+            cmp = row.comparisons[split]
+            cmp.p_value = results[str(i)].p_value
             # What the test is about: BLEU of the concatenated outputs, not the mean over seeds (Δ).
-            row.values[f"delta_bleu_tested{suffix}"] = results[str(i)].score - base_bleu
-            row.values[f"paired_seeds{suffix}"] = len(paired)
+            cmp.delta_bleu_tested = results[str(i)].score - base_bleu
+            cmp.paired_seeds = len(paired)
+    for row in rows:
+        row.values.update(row.comparisons[split].columns(split))
     verdicts(rows, split, batches)
     return signature
 
@@ -175,7 +196,7 @@ def verdicts(rows, split, batches):
             cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
             for col in cols.values():
                 row.values[col] = None
-            note = row.values[f"p_note{'' if split == 'test' else '_' + split}"]
+            note = row.comparisons[split].p_note
             if id(row) not in tested:
                 row.values[cols["verdict"]] = "n/a: baseline" if note == "baseline" else f"n/a: {note}"
                 continue
@@ -187,7 +208,8 @@ def verdicts(rows, split, batches):
             theirs = [base.outputs[split][s].arrays(metric) for s in paired]
             test = seed_test([m[0] for m in mine], [t[0] for t in theirs], mine[0][1], metric)
             row.tests[(metric, split)] = test
-            row.values[field(f"delta_{metric}", split)] = test.delta   # the CI's own centre, from the same seeds
+            setattr(row.comparisons[split], f"delta_{metric}", test.delta)   # the CI's own centre, same seeds
+            row.values[field(f"delta_{metric}", split)] = test.delta
             row.values[cols["p_seeds"]] = test.p
             row.values[cols["delta_ci_low"]], row.values[cols["delta_ci_high"]] = test.ci_low, test.ci_high
             families.setdefault(id(base), []).append(row)
