@@ -3,15 +3,16 @@
 sacreBLEU scores one statistics vector per call (``_compute_score_from_stats``); a bootstrap over
 seeds and sentences needs thousands per row. These are the same formulas, vectorized over the
 leading axes; a test checks them against sacreBLEU's own on random statistics and every option.
-Beside ``posenc.metrics``, the other module of ``posenc/`` that imports sacreBLEU (for its constants).
+Beside ``posenc.metrics``, the other module of ``posenc/`` that imports sacreBLEU (for its constants),
+inside the functions that score: the statistics (``posenc.stats.verdict``) import this module, and
+a module that only plans with them (``posenc.harness.sweep.config``) does not pay for sacreBLEU
+(``tests/test_metrics.py``).
 """
 
 import numpy as np
-from sacrebleu.metrics import BLEU, CHRF
-from sacrebleu.metrics.bleu import MAX_NGRAM_ORDER
 
-# sacreBLEU's BLEU statistics: [hypothesis length, reference length, matches 1..4, totals 1..4].
-ORDER = MAX_NGRAM_ORDER
+# sacreBLEU's BLEU statistics: [hypothesis length, reference length, matches 1..4, totals 1..4]
+# (sacreBLEU's MAX_NGRAM_ORDER orders).
 _NO_LOG = -9999999999.0   # sacreBLEU's my_log(0)
 
 
@@ -19,6 +20,9 @@ def bleu(stats, options: dict) -> np.ndarray:
     """BLEU of each row (last axis: a sentence's or a corpus's summed statistics), with the
     ``BLEU(...)`` options a record was scored with (``posenc.cells.record.bleu_options``, as the harness
     recorded them from ``posenc.metrics.bleu_options``): smoothing, effective order."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics.bleu import MAX_NGRAM_ORDER as ORDER
+
     s = np.asarray(stats, dtype=np.float64)
     sys_len, ref_len = s[..., 0], s[..., 1]
     correct, total = s[..., 2:2 + ORDER].copy(), s[..., 2 + ORDER:2 + 2 * ORDER].copy()
@@ -56,6 +60,8 @@ def bleu(stats, options: dict) -> np.ndarray:
 def chrf(stats, options: dict) -> np.ndarray:
     """chrF of each row (last axis: summed [hyp, ref, match] counts per order, characters first),
     sacreBLEU's ``CHRF._compute_f_score`` for its default beta and smoothing."""
+    from sacrebleu.metrics import CHRF
+
     s = np.asarray(stats, dtype=np.float64)
     beta = options.get("beta", CHRF.BETA)
     if options.get("eps_smoothing"):

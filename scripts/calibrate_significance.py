@@ -24,7 +24,7 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Its pa
 - booking (not run by default; issue 30, item 8): 3-seed pilots on 500 sentences planned for
   2,000, where the truth needs 11 seeds: the power each pilot's booking delivers at the truth,
   its lowest, the share under 0.5 and the seeds booked, before issue 30 and now;
-- adaptive (not run by default): the seeds strategy (``posenc.stats.seeds.SeedsRule``, pilot 3,
+- adaptive (not run by default): the seeds strategy (``posenc.stats.old_seeds_rule.SeedsRule``, pilot 3,
   batches of 2, min_seeds 7 unless --min-seeds) as a sweep runs it, in the planning part's worlds
   at 1 and 3 times the pilot's sentences plus one where max_seeds binds: sweeps at Δ = 0 and at
   the planned Δ, re-planned after every batch, tested by the verdict at the stop
@@ -313,7 +313,7 @@ def adaptive_part(pool, noise, comparisons, seed, quick=False, interim="booking"
     the planning part: the truth needs TRUTH_SEEDS at the planned size), ``comparisons`` sweeps at
     Δ = 0 (false-positive rate) and as many at the planned Δ (delivered power, seeds used), against
     the fixed design of the truth's plan. ``quick``: one world, for a test of the script."""
-    from posenc.stats.seeds import SeedsRule
+    from posenc.stats.old_seeds_rule import SeedsRule
     from posenc.stats.simulate import STOPS, adaptive
 
     sentence_n = world_parts(pool, noise, PILOT_SIZE, seed, sweeps=100)[0]
@@ -391,7 +391,7 @@ def sequential_part(pool, noise, null, alt, old, seed, quick=False, batch_seeds=
     sweeps per Δ) and the fixed design of the same power, by the verdict's power formula at α
     (no multiplicity: a lower bound) and simulated with Holm over the rows (``fixed_sweeps``
     sweeps per seed count tried)."""
-    from posenc.stats.seeds import SeedsRule
+    from posenc.stats.old_seeds_rule import SeedsRule
     from posenc.stats.sequential import Design, sequential_power
     from posenc.stats.simulate import SEQUENTIAL_STOPS, adaptive, sequential
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from posenc.harness.sweep.config import SeedsPlanConf  # noqa: E402
 from posenc.stats import power as power_mod  # noqa: E402
-from posenc.stats.seeds import SeedsRule  # noqa: E402
+from posenc.stats.old_seeds_rule import SeedsRule  # noqa: E402
 from posenc.stats.sequential import Design, Look, decide  # noqa: E402
 from posenc.stats.verdict import ALPHA, holm, p_values  # noqa: E402
 

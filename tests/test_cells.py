@@ -12,7 +12,7 @@ from sacrebleu.metrics import BLEU
 
 from posenc import metrics
 from posenc.cells import keys, layout
-from posenc.cells.record import FAILED, RUNNING, Record, bleu_options, config_family, family, field, new_record
+from posenc.cells.record import FAILED, RUNNING, Record, Split, bleu_options, config_family, family, field, new_record
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.harness.app import sweep_eta
 from posenc.harness.sweep.summary import summarize
@@ -41,11 +41,11 @@ def test_recorded_bleu_options_are_what_old_records_parse_from_their_signature(l
     hyps, refs = ["The cat sat on the mat ."], ["The cat sat on a mat ."]
     metric = metrics.bleu(lowercase)
     (score, signature), options = metric.corpus_score(hyps, refs), metric.options
-    new = Record(bleu_signature=signature, bleu_options=options)
+    new = Record(test=Split(bleu_signature=signature, bleu_options=options))
     old = Record.from_dict({"bleu_signature": signature})
     assert bleu_options(new) == bleu_options(old) == bleu_signature_options(signature)
     assert BLEU(**bleu_options(old)).corpus_score(hyps, [refs]).score == score
-    long = Record(bleu_signature_test_long=signature.replace("13a", "intl"))
+    long = Record(test_long=Split(bleu_signature=signature.replace("13a", "intl")))
     assert bleu_options(long, "test_long")["tokenize"] == "intl"
 
 

@@ -3,6 +3,8 @@ its vectorised scorers beside it), a leaf of the package, and what a record keep
 (its options as data) reproduces the metric's signature."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,16 @@ def test_the_metrics_are_a_leaf():
     for name in SACREBLEU_HOMES:
         ours = {m for m in imported_modules(POSENC / name) if m.split(".")[0] == "posenc"}
         assert ours <= {"posenc.atomic"}, (name, ours)
+
+
+def test_the_statistics_and_the_sweepers_config_do_not_import_sacrebleu():
+    # The verdict's module scores through posenc.metrics_vector, which imports sacreBLEU only in
+    # the functions that score: planning with the statistics does not pay for it.
+    code = ("import sys, posenc.harness.sweep.config, posenc.stats.verdict, posenc.stats.power, "
+            "posenc.stats.sequential; print(sorted(m for m in sys.modules if m.split('.')[0] == 'sacrebleu'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=POSENC.parent)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("lowercase", [False, True])

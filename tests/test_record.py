@@ -15,8 +15,10 @@ from posenc.cells.record import (
     OK,
     RUNNING,
     SPLIT_FIELDS,
+    SPLITS,
     STATUSES,
     Record,
+    Split,
     error_of,
     field,
     is_interrupted,
@@ -123,6 +125,35 @@ def test_statuses_change_only_through_finish_and_always_say_why():
     assert is_interrupted(record) and is_interrupted(Record.from_dict(record.to_dict()))
     record.succeed()
     assert record.to_dict()["status"] == OK and record.error == ""
+
+
+# result.json's keys, in order, as written before the splits became one type each (main at 485dd62):
+# sweeps written then read the same.
+RESULT_KEYS = ("experiment", "model", "data", "pe", "placement", "encoder_pos", "decoder_pos", "seed", "family",
+               "trial", "status", "error", *(field(name, split) for split in SPLITS for name in (
+                   "bleu", "bleu_signature", "bleu_options", "tok_bleu", "chrf", "chrf_signature", "chrf_options",
+                   "test_sentences", "hypotheses", "generate_wall_s")),
+               "valid_ppl", "valid_loss", "num_updates", "epochs", "best_epoch", "stopped_by", "device",
+               "train_wall_s", "resumed_from_update", "job_dir", "config_hash", "corpus", "cell_wall_s")
+
+
+def test_each_split_is_one_type_and_result_json_keeps_its_flat_keys(tmp_path):
+    record = Record()
+    assert tuple(record.to_dict()) == ("experiment", "model", "data", "pe", "placement", "encoder_pos",
+                                       "decoder_pos", "seed", "family", "status", "error", "bleu",
+                                       "bleu_signature", "tok_bleu", "chrf", "test_sentences", "hypotheses",
+                                       "valid_ppl", "num_updates", "train_wall_s", "resumed_from_update", "job_dir")
+    assert (record.test, record.test_long) == (Split(bleu_signature="", hypotheses=""), Split())
+    record.update({name: 1 for name in Record.names() if name not in ("status", "error")})
+    assert Record.names() == RESULT_KEYS and tuple(record.to_dict()) == RESULT_KEYS
+    record.scores("test_long", {"bleu": 3.5})
+    assert record.split("test_long") == Split(**{**dict.fromkeys(SPLIT_FIELDS, 1), "bleu": 3.5})
+    assert record.split("test_long").bleu == record.bleu_test_long == 3.5 and record.test.bleu == record.bleu == 1
+    record.write(tmp_path)
+    again = Record.read(tmp_path)
+    assert again == record and not again.absent and again.to_dict() == record.to_dict()
+    with pytest.raises(ValueError, match="is not one of"):
+        record.split("valid")
 
 
 def test_a_split_score_lands_in_its_own_fields():

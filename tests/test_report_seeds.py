@@ -1,10 +1,11 @@
-"""The seeds strategy's rule (``SeedsRule``) step by step, and the whole adaptive procedure (pilot,
-batches, re-planning at each look, the verdict's test at the stop) by a small direct simulation."""
+"""The seeds strategy's old rule (``SeedsRule``, kept for the calibration's comparisons) step by
+step, and the whole adaptive procedure (pilot, batches, re-planning at each look, the verdict's
+test at the stop) by a small direct simulation."""
 
 import numpy as np
 import pytest
 
-from posenc.stats.seeds import MAX, NO_PLAN, PLAN, SeedsRule, Step
+from posenc.stats.old_seeds_rule import MAX, NO_PLAN, PLAN, SeedsRule, Step
 
 
 def test_the_pilot_comes_first_whatever_the_plan():
@@ -64,28 +65,6 @@ def test_no_plan_goes_on_to_the_floor_and_stops_there():
     assert (step.seeds, step.stopped) == (7, NO_PLAN) and "no number of seeds" in step.why
     step = SeedsRule(min_seeds=3).next(3, None)
     assert (step.seeds, step.stopped) == (3, NO_PLAN)
-
-
-@pytest.mark.parametrize(("rule", "words"), [
-    (SeedsRule(pilot_seeds=3, max_seeds=2), "max_seeds=2 is less than pilot_seeds=3"),
-    (SeedsRule(max_seeds=0), "max_seeds=0 is not allowed"),
-    (SeedsRule(pilot_seeds=0), "pilot_seeds=0 is not allowed"),
-    (SeedsRule(batch_seeds=0), "batch_seeds=0 is not allowed"),
-    (SeedsRule(min_seeds=0), "min_seeds=0 is not allowed"),
-    (SeedsRule(min_seeds=6.5), "min_seeds=6.5 is not allowed"),
-    (SeedsRule(pilot_seeds=True), "pilot_seeds=True is not allowed"),
-    (SeedsRule(batch_seeds=False), "batch_seeds=False is not allowed"),
-    (SeedsRule(max_seeds=2.5), "max_seeds=2.5 is not allowed"),
-    (SeedsRule(pilot_seeds=1), "pilot_seeds=1 is not allowed; allowed: 2 or more"),
-])
-def test_problem_names_the_value_in_one_line(rule, words):
-    problem = rule.problem()
-    assert words in problem and "\n" not in problem
-
-
-def test_good_values_have_no_problem():
-    assert SeedsRule().problem() == "" and SeedsRule(2, 2, 1).problem() == ""
-    assert SeedsRule(2, 2, 1, min_seeds=1).problem() == ""
 
 
 SENTENCES = 400

@@ -135,3 +135,30 @@ def test_bucket_edges_and_labels():
     for bad in ("", "a,b", "12,8", "0,5", "5,5"):
         with pytest.raises(buckets.BucketError, match="--buckets"):
             buckets.parse_edges(bad)
+
+
+def test_a_rows_statistics_import_one_way():
+    """report/stats.py fills a table row's columns and knows a row by its attributes: it imports
+    nothing of the module that builds the rows (which imports it)."""
+    import ast
+    from pathlib import Path
+
+    import posenc.report.stats as row_stats
+    tree = ast.parse(Path(row_stats.__file__).read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "posenc.report.rows" not in imported and "posenc.report.table" not in imported
+    assert {"posenc.stats.verdict", "posenc.stats"} <= imported
+
+
+def test_a_comparison_is_typed_and_formatted_apart():
+    from posenc.report.stats import Comparison
+    baseline = Comparison(p_note="baseline")
+    assert baseline.columns("test") == {"delta_bleu": None, "p_value": None, "delta_bleu_tested": None,
+                                        "delta_chrf": None, "paired_seeds": 0, "p_note": "baseline"}
+    tested = Comparison(delta_bleu=0.5, paired_seeds=3, delta_seeds=[1, 2, 3], delta_seeds_left_out=[],
+                        delta_seeds_why="")
+    columns = tested.columns("test_long")
+    assert list(columns) == ["delta_bleu_test_long", "p_value_test_long", "delta_bleu_tested_test_long",
+                             "delta_chrf_test_long", "paired_seeds_test_long", "p_note_test_long",
+                             "delta_seeds_test_long", "delta_seeds_left_out_test_long", "delta_seeds_why_test_long"]
+    assert columns["delta_bleu_test_long"] == 0.5 and columns["delta_seeds_test_long"] == [1, 2, 3]

@@ -53,6 +53,26 @@ def field(name: str, split: str) -> str:
 
 
 @dataclass
+class Split:
+    """One test split's scores, as ``result.json`` has them for the test split (``bleu``, ...)
+    and, with ``_<split>`` (``field``), for another (``bleu_test_long``, ...)."""
+    bleu: float = None
+    bleu_signature: str = None
+    bleu_options: dict = None
+    tok_bleu: float = None
+    chrf: float = None
+    chrf_signature: str = None
+    chrf_options: dict = None
+    test_sentences: int = None
+    hypotheses: str = None
+    generate_wall_s: float = None
+
+
+# The fields a scored split has (``field(name, split)`` names them in a record).
+SPLIT_FIELDS = tuple(f.name for f in dataclasses.fields(Split))
+
+
+@dataclass
 class Record:
     """Every field a cell's ``result.json`` can have; ``None`` (or "") until the cell has it."""
     # identity: what the configuration asked for, and the kinds it resolved to
@@ -69,28 +89,10 @@ class Record:
     # outcome
     status: str = RUNNING
     error: str = RUNNING_ERROR
-    # scores on the test split (SPLIT_FIELDS: the same with ``_test_long`` for the long split)
-    bleu: float = None
-    bleu_signature: str = ""
-    bleu_options: dict = None
-    tok_bleu: float = None
-    chrf: float = None
-    chrf_signature: str = None
-    chrf_options: dict = None
-    test_sentences: int = None
-    hypotheses: str = ""
-    generate_wall_s: float = None
-    # scores on the long split, where the corpus has one and generation.test_long asks for it
-    bleu_test_long: float = None
-    bleu_signature_test_long: str = None
-    bleu_options_test_long: dict = None
-    tok_bleu_test_long: float = None
-    chrf_test_long: float = None
-    chrf_signature_test_long: str = None
-    chrf_options_test_long: dict = None
-    test_sentences_test_long: int = None
-    hypotheses_test_long: str = None
-    generate_wall_s_test_long: float = None
+    # scores on each test split, one ``Split`` each (``result.json`` keeps them flat: ``bleu``,
+    # ``bleu_test_long``; the record reads and sets them by those names too)
+    test: Split = dataclasses.field(default_factory=lambda: Split(bleu_signature="", hypotheses=""))
+    test_long: Split = dataclasses.field(default_factory=Split)  # where the corpus has one
     # training (fairseq's log)
     valid_ppl: float = None
     valid_loss: float = None  # fairseq's validation loss of the best checkpoint: a tuning trial's objective
@@ -116,17 +118,27 @@ class Record:
 
     @classmethod
     def names(cls) -> tuple:
-        """The record's fields, in the order ``result.json`` has them."""
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("extra", "absent"))
+        """The record's fields, in the order ``result.json`` has them: a split's by ``field``."""
+        return tuple(name for f in dataclasses.fields(cls) if f.name not in ("extra", "absent")
+                     for name in ([field(n, f.name) for n in SPLIT_FIELDS] if f.name in SPLITS else [f.name]))
 
     @classmethod
     def from_dict(cls, data: dict) -> "Record":
         """A record as read from a ``result.json`` of any version: missing fields keep their
         defaults (and are ``absent``), unknown ones go to ``extra``."""
         known = cls.names()
-        return cls(**{k: v for k, v in data.items() if k in known},
-                   extra={k: v for k, v in data.items() if k not in known},
-                   absent=frozenset(k for k in known if k not in data))
+        record = cls(**{k: v for k, v in data.items() if k in known and k not in _SPLIT_NAMES},
+                     extra={k: v for k, v in data.items() if k not in known},
+                     absent=frozenset(k for k in known if k not in data))
+        for name in _SPLIT_NAMES.intersection(data):
+            setattr(record, name, data[name])
+        return record
+
+    def split(self, split: str) -> Split:
+        """The scores of a split (one of SPLITS)."""
+        if split not in SPLITS:
+            raise ValueError(f"split {split!r} is not one of {', '.join(SPLITS)}")
+        return getattr(self, split)
 
     @classmethod
     def read(cls, job_dir: Path):
@@ -177,7 +189,7 @@ class Record:
         self.absent = self.absent - set(values)
 
     def scores(self, split: str, values: dict) -> None:
-        """Set a split's fields from ``{"bleu": ..., "chrf": ...}`` (named as on the test split)."""
+        """Set a split's fields from ``{"bleu": ..., "chrf": ...}`` (``Split``'s names)."""
         self.update({field(name, split): value for name, value in values.items()})
 
     def finish(self, status: str, error: str = "") -> None:
@@ -206,13 +218,27 @@ class Record:
         return self.status == OK
 
 
+def _split_property(split: str, name: str) -> property:
+    def get(record):
+        return getattr(getattr(record, split), name)
+
+    def set_(record, value):
+        setattr(getattr(record, split), name, value)
+    return property(get, set_, doc=f"``{split}.{name}``, by the name ``result.json`` has it")
+
+
+# A split's fields by their names in ``result.json`` (``bleu``, ``bleu_test_long``), which readers
+# and ``Record.update`` use.
+_SPLIT_NAMES = frozenset(field(name, split) for split in SPLITS for name in SPLIT_FIELDS)
+for _split in SPLITS:
+    for _name in SPLIT_FIELDS:
+        setattr(Record, field(_name, _split), _split_property(_split, _name))
+
 # Fields written only once a cell has them (the long split, training's details, the cell's timings).
-_ONLY_WHEN_SET = frozenset({*(n for n in Record.__dataclass_fields__ if n.endswith("_test_long")),
+_ONLY_WHEN_SET = frozenset({*(field(n, "test_long") for n in SPLIT_FIELDS),
                             "bleu_options", "chrf_options", "chrf_signature", "generate_wall_s", "epochs",
                             "best_epoch", "stopped_by", "device", "config_hash", "corpus", "cell_wall_s",
                             "trial", "valid_loss"})
-# The fields a scored split has (``field(name, split)`` names them for another split).
-SPLIT_FIELDS = tuple(n[:-len("_test_long")] for n in Record.__dataclass_fields__ if n.endswith("_test_long"))
 
 
 def new_record(identity: dict, job_dir: Path, family: str, error: str = "") -> Record:
@@ -281,20 +307,20 @@ def config_family(model_name: str) -> str:
 def bleu_options(record: Record, split: str = "test") -> dict:
     """The ``sacrebleu.metrics.BLEU(...)`` arguments the split was scored with: as recorded, or
     for records written before they were, parsed from the split's signature."""
-    recorded = getattr(record, field("bleu_options", split))
+    recorded = record.split(split).bleu_options
     if isinstance(recorded, dict):
         return dict(recorded)
-    return bleu_signature_options(str(getattr(record, field("bleu_signature", split)) or ""))
+    return bleu_signature_options(str(record.split(split).bleu_signature or ""))
 
 
 def chrf_options(record: Record, split: str = "test") -> dict:
     """The ``sacrebleu.metrics.CHRF(...)`` arguments the split was scored with: as recorded, or
     for records written before they were, parsed from the split's chrF signature; records from
     before chrF++ was recorded have none: chrF++ with BLEU's casing."""
-    recorded = getattr(record, field("chrf_options", split))
+    recorded = record.split(split).chrf_options
     if isinstance(recorded, dict):
         return dict(recorded)
-    signature = str(getattr(record, field("chrf_signature", split)) or "")
+    signature = str(record.split(split).chrf_signature or "")
     options = chrf_signature_options(signature)
     if not signature and bleu_options(record, split).get("lowercase"):
         options["lowercase"] = True

@@ -9,7 +9,7 @@ import numpy as np
 
 from posenc import metrics
 from posenc.atomic import atomic_file
-from posenc.cells.record import bleu_options, chrf_options, field, is_ok, status_of
+from posenc.cells.record import bleu_options, chrf_options, is_ok, status_of
 from posenc.metrics import SACREBLEU_VERSION, Scorer, corpus_bleu
 
 # Per cell, beside its outputs: each output's sentence statistics, so a table is rendered again
@@ -49,7 +49,7 @@ def cell_output(cell, split: str, testsets, scorer):
     record = cell.record
     if not is_ok(record):
         return None, f"cell {status_of(record)}"
-    name = getattr(record, field("hypotheses", split))
+    name = record.split(split).hypotheses
     if not name:
         return None, "no hypotheses"
     path = cell.dir / name
@@ -73,7 +73,7 @@ def cell_output(cell, split: str, testsets, scorer):
     chrf_array = _statistics(cell.dir, name, path, hypotheses, references, (testset.key, split), chrf_opts, "chrf",
                              scorer)
     stats = array.tolist()
-    recorded = getattr(record, field("bleu", split))
+    recorded = record.split(split).bleu
     score = corpus_bleu(array.sum(0), options)
     if recorded is None or abs(score - float(recorded)) > REPRODUCE_TOLERANCE:
         return None, f"hypotheses give BLEU {score:.2f}, record says {recorded}"

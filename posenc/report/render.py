@@ -8,9 +8,10 @@ from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
 from posenc.cells.record import error_of, field, is_ok, status_of, time_capped
 from posenc.report.references import SOURCES, WHERE
-from posenc.report.rows import PRIMARIES, as_dicts, order_key, own_verdict_column, plan_value, verdict_column
+from posenc.report.rows import PRIMARIES, as_dicts, order_key
 from posenc.report.sequential import short_stop, stopped_rows, strategy_notes, strategy_table
 from posenc.report.significance import TESTS
+from posenc.report.stats import own_verdict_column, plan_value, verdict_column
 from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
 from posenc.stats.power import PLAN_LEVEL, POWER
 from posenc.stats.verdict import ALPHA, BETTER, DF_GUARD, WORSE

@@ -1,7 +1,28 @@
-"""Across-seed arithmetic: mean, sample standard deviation and the 95% t-interval of a mean."""
+"""The statistics of the report's rows: across-seed arithmetic (mean, sample standard deviation
+and the 95% t-interval of a mean), a row's scores over its seeds, its comparison with its baseline
+row (Δ, sacreBLEU's sentence-only test, the verdict over seeds with Holm's adjustment) and its
+power columns. The tests themselves live in ``posenc.stats`` (``verdict``, ``power``); this module
+fills a table row's columns from them. It knows a row by its attributes (``posenc.report.rows``
+builds the rows and imports this module, never the other way)."""
 
 import math
 import statistics
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from posenc.cells.record import field, is_ok, status_of, time_capped
+from posenc.metrics import bootstrap_ci, corpus_score
+from posenc.report.significance import paired_test
+from posenc.stats import power as power_mod
+from posenc.stats.verdict import holm, seed_test, verdict
+
+BOOTSTRAP_CI_RESAMPLES = 1000
+
+# The verdicts a table computes, each (metric, split), named as their columns' suffix: `verdict`
+# answers one of them (the primary question, BLEU on the test split by default); the others are
+# secondary, each Holm-adjusted in its own family (docs/statistics.md says why).
+VERDICT_METRICS = ("bleu", "chrf")
 
 # Two-sided 95% quantiles of Student's t, t(0.975, df), for df = 1..30 (tabulated to 4 decimals;
 # the tests check them against scipy). Beyond 30 the Cornish-Fisher series below is within 1e-4.
@@ -40,3 +61,233 @@ def ci95(values):
     mean, sd = mean_sd(values)
     half = t975(len(values) - 1) * sd / math.sqrt(len(values))
     return mean - half, mean + half
+
+
+def row_scores(row, has_long: bool) -> None:
+    """A table row's scores over its seeds: mean and sd of each metric, BLEU's 95% interval (over
+    seeds, or a bootstrap over sentences for one seed), chrF++ per seed, and its seeds' counts."""
+    v = row.values
+    names = ["bleu", "tok_bleu", "valid_ppl"] + (["bleu_test_long", "tok_bleu_test_long"] if has_long else [])
+    for name in names:
+        v[name], v[f"{name}_sd"] = mean_sd(row.seed_values(name).values())
+    bleus = list(row.seed_values("bleu").values())
+    v["bleu_ci_low"] = v["bleu_ci_high"] = None
+    v["bleu_ci_kind"] = ""
+    if len(bleus) >= 2:
+        v["bleu_ci_low"], v["bleu_ci_high"] = ci95(bleus)
+        v["bleu_ci_kind"] = "seeds"
+    elif len(bleus) == 1 and row.outputs["test"]:
+        output = next(iter(row.outputs["test"].values()))
+        v["bleu_ci_low"], v["bleu_ci_high"] = bootstrap_ci(output.stats, output.options, BOOTSTRAP_CI_RESAMPLES)
+        v["bleu_ci_kind"] = "bootstrap"
+    for split in ("test", "test_long") if has_long else ("test",):
+        # chrF++ of each seed: from its output (records older than chrF++ get it here), else as recorded.
+        by_seed = {seed: value for seed, value in row.seed_values(field("chrf", split)).items()}
+        by_seed.update({seed: corpus_score(o.chrf_array.sum(0), o.chrf_options, "chrf")
+                        for seed, o in row.outputs.get(split, {}).items()})
+        v[field("chrf", split)], v[field("chrf", split) + "_sd"] = mean_sd(by_seed.values())
+        row.chrf_by_seed[split] = by_seed
+    v["seeds"] = [c.record.seed for c in row.ok_cells()]
+    v["seeds_ok"] = len(v["seeds"])
+    v["not_ok"] = [f"seed {c.record.seed} {status_of(c.record)}" for c in row.cells
+                   if not is_ok(c.record)]
+    # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
+    # says how far this machine got in that time, not what the configuration reaches.
+    v["time_capped"] = [c.record.seed for c in row.ok_cells() if time_capped(c.record)]
+
+
+@dataclass
+class Comparison:
+    """A table row against its baseline row on one split, as sacreBLEU's ``Score`` is a score:
+    typed fields, formatted apart (``columns``: the table's names, ``_<split>`` but on test)."""
+    delta_bleu: float = None          # mean over seeds of BLEU(row) - BLEU(baseline)
+    p_value: float = None             # sacreBLEU's sentence-only paired test
+    delta_bleu_tested: float = None   # what that test is about: BLEU of the concatenated outputs
+    delta_chrf: float = None
+    paired_seeds: int = 0             # seeds in the sentence-only test
+    p_note: str = ""                  # why the row is not tested ("baseline", ...), or ""
+    delta_seeds: list = None          # the seeds Δ is over; None: no comparison (a baseline, no baseline row)
+    delta_seeds_left_out: list = None
+    delta_seeds_why: str = None
+
+    def columns(self, split: str) -> dict:
+        """The table's columns, in their order; a row with no comparison has no ``delta_seeds*``."""
+        names = [f.name for f in fields(self)]
+        if self.delta_seeds is None:
+            names = [name for name in names if not name.startswith("delta_seeds")]
+        return {field(name, split): getattr(self, name) for name in names}
+
+
+def significance(rows, split, bases, settings):
+    """Δ, sacreBLEU's sentence-only p and the verdict over seeds of every row against its baseline
+    (``bases``: ``{id(row): its baseline row}``, the report's ``baselines``) on one split, for BLEU and
+    chrF++, into each row's ``comparisons[split]`` and its columns; returns the sentence-only test's
+    signature."""
+    base_key, base_value = settings.baseline
+    batches = {}
+    for row in rows:
+        cmp = row.comparisons[split] = Comparison()
+        base = bases[id(row)]
+        if base is row:
+            cmp.p_note = "baseline"
+            continue
+        if base is None:
+            cmp.p_note = f"no baseline row ({base_key}={base_value})"
+            continue
+        mine, theirs = row.seed_values(field("bleu", split)), base.seed_values(field("bleu", split))
+        common = [s for s in mine if s in theirs]
+        cmp.p_note = untestable(row, base, split, common)
+        paired = tuple(s for s in common if s in row.outputs[split] and s in base.outputs[split])
+        # Δ, its CI and the verdict over the same seeds: those with outputs on both sides where the
+        # row is tested, else (no verdict) those both finished.
+        used = paired if not cmp.p_note else tuple(common)
+        cmp.delta_seeds = list(used)
+        cmp.delta_seeds_left_out = [s for s in common if s not in used]
+        cmp.delta_seeds_why = row.problems[split] or (base.problems[split] and f"baseline: {base.problems[split]}")
+        if used:
+            cmp.delta_bleu = float(np.mean([mine[s] - theirs[s] for s in used]))
+        chrf_mine, chrf_theirs = row.chrf_by_seed.get(split, {}), base.chrf_by_seed.get(split, {})
+        chrf_used = [s for s in used if s in chrf_mine and s in chrf_theirs]
+        if chrf_used:
+            cmp.delta_chrf = float(np.mean([chrf_mine[s] - chrf_theirs[s] for s in chrf_used]))
+        if cmp.p_note:
+            continue
+        batches.setdefault((id(base), paired), (base, paired, []))[2].append(row)
+    signature = ""
+    def joined(row, paired):
+        outs = [row.outputs[split][s] for s in paired]
+        return [h for o in outs for h in o.hypotheses], [st for o in outs for st in o.stats]
+    for base, paired, members in batches.values() if settings.sentence_test else ():
+        systems = {str(i): joined(row, paired) for i, row in enumerate(members)}
+        options = base.outputs[split][paired[0]].options
+        base_bleu, results, signature = paired_test(joined(base, paired), systems, options, settings.test,
+                                                    settings.samples)
+        for i, row in enumerate(members):
+            cmp = row.comparisons[split]
+            cmp.p_value = results[str(i)].p_value
+            # What the test is about: BLEU of the concatenated outputs, not the mean over seeds (Δ).
+            cmp.delta_bleu_tested = results[str(i)].score - base_bleu
+            cmp.paired_seeds = len(paired)
+    for row in rows:
+        row.values.update(row.comparisons[split].columns(split))
+    verdicts(rows, split, batches)
+    return signature
+
+
+# The verdict's columns per metric: BLEU keeps the contract's bare names, chrF++ gets "_chrf".
+VERDICT_COLUMNS = ("p_seeds", "p_seeds_holm", "delta_ci_low", "delta_ci_high", "verdict")
+
+
+def verdict_column(name: str, metric: str = "bleu", split: str = "test") -> str:
+    return field(name + ("" if metric == "bleu" else f"_{metric}"), split)
+
+
+def own_verdict_column(metric: str = "bleu", split: str = "test") -> str:
+    """The column of the metric's own verdict on the split (`verdict` itself is the primary's)."""
+    return "verdict_bleu" if (metric, split) == ("bleu", "test") else verdict_column("verdict", metric, split)
+
+
+def verdicts(rows, split, batches):
+    """The seed test of every testable row, Holm over the rows sharing a baseline, the verdict."""
+    tested = {id(row): (base, paired) for base, paired, members in batches.values() for row in members}
+    for metric in VERDICT_METRICS:
+        families = {}
+        for row in rows:
+            cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
+            for col in cols.values():
+                row.values[col] = None
+            note = row.comparisons[split].p_note
+            if id(row) not in tested:
+                row.values[cols["verdict"]] = "n/a: baseline" if note == "baseline" else f"n/a: {note}"
+                continue
+            base, paired = tested[id(row)]
+            if len(paired) < 2:
+                row.values[cols["verdict"]] = "n/a: one paired seed (no spread over seeds to test against)"
+                continue
+            mine = [row.outputs[split][s].arrays(metric) for s in paired]
+            theirs = [base.outputs[split][s].arrays(metric) for s in paired]
+            test = seed_test([m[0] for m in mine], [t[0] for t in theirs], mine[0][1], metric)
+            row.tests[(metric, split)] = test
+            setattr(row.comparisons[split], f"delta_{metric}", test.delta)   # the CI's own centre, same seeds
+            row.values[field(f"delta_{metric}", split)] = test.delta
+            row.values[cols["p_seeds"]] = test.p
+            row.values[cols["delta_ci_low"]], row.values[cols["delta_ci_high"]] = test.ci_low, test.ci_high
+            families.setdefault(id(base), []).append(row)
+        for members in families.values():
+            adjusted = holm({id(r): r.tests[(metric, split)].p for r in members})
+            for r in members:
+                cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
+                r.values[cols["p_seeds_holm"]] = adjusted[id(r)]
+                r.values[cols["verdict"]] = verdict(r.tests[(metric, split)].delta, adjusted[id(r)])
+
+
+def power_columns(rows, settings, stopped):
+    """mde_bleu (at the row's seeds and test set), and for settings.effect at settings.test_size the
+    seeds to book (seeds_needed), the plug-in plan (seeds_needed_low) and the pilot they rest on. A
+    row a sequential design has stopped (``stopped``: their ids) books nothing: its verdict is
+    frozen at that stop."""
+    for row in rows:
+        test = row.tests.get(("bleu", "test"))
+        v = row.values
+        v["mde_bleu"] = v["seeds_needed"] = v["seeds_needed_low"] = v["pilot_seeds"] = None
+        if test is None:
+            continue
+        components = power_mod.Components.of(test)
+        v["mde_bleu"] = power_mod.mde(test.n, components)
+        v["pilot_seeds"] = test.n
+        if id(row) not in stopped:
+            v["seeds_needed"] = power_mod.seeds_plan(settings.effect, components, settings.test_size)
+            v["seeds_needed_low"] = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
+            v["power_advice"] = advice(settings, components, v["seeds_needed"], v["seeds_needed_low"])
+        v["power_seed_sd"] = math.sqrt(components.seed_var)
+        v["power_sentence_sd"] = math.sqrt(components.sentence_var)
+        v["power_shared_sd"] = math.sqrt(components.shared_var)
+
+
+UNREACHABLE = "n/a: not with this many test sentences, whatever the seeds"
+
+
+def plan_value(plan):
+    """A ``power.SeedsPlan`` as the table's column holds it: the seeds, ">1000" beyond
+    MAX_SEEDS, or UNREACHABLE; None without a plan."""
+    if plan is None:
+        return None
+    if plan.seeds is not None:
+        return plan.seeds
+    return f">{power_mod.MAX_SEEDS}" if plan.reachable else UNREACHABLE
+
+
+def advice(settings, components, book, low) -> str:
+    """What a user does when the pilot is too small to vouch for its plan (``book`` and ``low``:
+    ``power.SeedsPlan``), or ""."""
+    n, beyond = components.pilot_seeds, f"more than {power_mod.MAX_SEEDS}"
+    if low.seeds is None or not book.reachable or (book.seeds is not None and book.seeds <= power_mod.WIDE * low.seeds):
+        return ""
+    low = low.seeds
+    book = beyond if book.seeds is None else book.seeds   # the booking is past MAX_SEEDS
+    again = power_mod.booking(settings.effect, replace(components, pilot_seeds=2 * n), settings.test_size)
+    return (f"{n} seeds cannot pin this down (the plan ranges from {low} to {book}): book {book}, or run {n} more "
+            f"and plan again; with {2 * n} seeds that spread as these do, the booking would be "
+            f"{beyond if again is None else f'about {again}'}")
+
+
+def untestable(row, base, split, common) -> str:
+    """Why the row cannot be tested against its baseline on this split, or ""."""
+    if not row.seed_values(field("bleu", split)):
+        return "no finished seed" if split == "test" else f"no {split} score"
+    if not base.seed_values(field("bleu", split)):
+        return "baseline has no finished seed"
+    if not common:
+        return "no seed in common with the baseline"
+    if not row.outputs[split]:
+        return row.problems[split] or "no output"
+    if not base.outputs[split]:
+        return f"baseline: {base.problems[split] or 'no output'}"
+    paired = [s for s in common if s in row.outputs[split] and s in base.outputs[split]]
+    if not paired:
+        return "no seed with outputs on both sides"
+    if any(row.outputs[split][s].testset_key != base.outputs[split][s].testset_key for s in paired):
+        return "other test set than the baseline"
+    if any(row.outputs[split][s].options != base.outputs[split][s].options for s in paired):
+        return "scored with another BLEU signature than the baseline"
+    return ""

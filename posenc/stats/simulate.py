@@ -201,7 +201,7 @@ def adaptive(pool: Pool, setting: Setting, rule, plan_effect: float, plan_senten
     stage, so that the calibration can be read against the sweeper line by line.
 
     ``comparisons`` sweeps of a row against its baseline run by the seeds strategy
-    (``posenc.stats.seeds.SeedsRule``): the pilot's seeds first, then after each batch the
+    (``posenc.stats.old_seeds_rule.SeedsRule``): the pilot's seeds first, then after each batch the
     components of the seeds so far (``verdict.seed_parts``/``combine_parts``, ``split_variance``, as
     the report takes them from its ``SeedTest``) plan the comparison for ``plan_effect`` at
     ``setting.sentences`` (``power.needed`` of the components at their upper limit: ``booking``),

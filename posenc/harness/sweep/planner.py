@@ -25,11 +25,13 @@ from posenc.harness.sweep.config import DESIGN_SETTINGS, SEEDS_SETTINGS, seeds_s
 from posenc.report.rows import Settings, baselines, parse_baseline
 from posenc.report.table import reports_of
 from posenc.stats import sequential
-from posenc.stats.seeds import CELLS_FAILED, UNTESTABLE
 from posenc.stats.verdict import NO_EVIDENCE
 
 SEED = "seed"
 BASELINE_STOP = "baseline"
+# Stops the planner sees before the design (a row's cells, not its comparison):
+UNTESTABLE = "untestable"      # its pilot finished, but the report cannot compare it with its baseline
+CELLS_FAILED = "cells failed"  # not enough of its cells finished to reach the seeds it wants
 DESIGN_STOPS = (sequential.EFFICACY, sequential.FUTILITY, sequential.MAX)  # frozen; the sweeper's own stops too
 
 

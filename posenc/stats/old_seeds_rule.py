@@ -1,4 +1,9 @@
-"""The seeds strategy's rule: how many seeds a row runs next, from its plan alone.
+"""The seeds strategy's old rule, kept to compare against: how many seeds a row ran next, from its
+plan alone. No sweeper runs it any more: the seeds strategy decides by its group sequential design
+(``posenc.stats.sequential``), whose ``Design`` checks the settings the two share. The calibration
+(``scripts/calibrate_significance.py``, ``adaptive`` and the old-rule columns beside the design) and
+the cost at the paper's scale (``scripts/cost_table4.py``) run this rule to read the design against
+it (results/significance_calibration.md, results/cost_table4_paper_scale.md).
 
 An internal pilot (Wittes & Brittain 1990; Kieser & Friede 2003 for the t-test): every row first
 runs ``pilot_seeds``; then, after each batch, the row's comparison with its baseline is planned
@@ -23,8 +28,9 @@ gave 0.063 (3000 sweeps) there. A row whose pilot says "no plan" used to stop at
 is planned again there. Booking only at the pilot, plug-in plans at later looks and never shrinking
 the plan were tried before and missed both targets.
 
-The harness's adaptive sweeper (``hydra/sweeper=posenc_seeds``) and the calibration's simulation
-both decide with ``SeedsRule.next``.
+The adaptive sweeper (``hydra/sweeper=posenc_seeds``) decided with ``SeedsRule.next`` until the
+sequential design replaced it; the calibration's simulation (``posenc.stats.simulate.adaptive``)
+still does.
 """
 
 from dataclasses import dataclass
@@ -32,9 +38,6 @@ from dataclasses import dataclass
 PLAN = "plan"            # the row has the seeds its plan books
 MAX = "max_seeds"        # the plan wants more than max_seeds
 NO_PLAN = "no plan"      # no number of seeds reaches the power at this test size (or beyond MAX_SEEDS)
-# Stops the sweeper sees before the rule (a row's cells, not its plan):
-UNTESTABLE = "untestable"      # its pilot finished, but the report cannot compare it with its baseline
-CELLS_FAILED = "cells failed"  # not enough of its cells finished to reach the seeds it wants
 
 
 @dataclass(frozen=True)
@@ -55,19 +58,6 @@ class SeedsRule:
     def floor(self) -> int:
         """The fewest seeds a row stops with, plan or no plan."""
         return max(self.pilot_seeds, min(self.min_seeds, self.max_seeds))
-
-    def problem(self) -> str:
-        """What is wrong with these values, in one line naming them, or ""."""
-        for name in ("pilot_seeds", "max_seeds", "batch_seeds", "min_seeds"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                return f"{name}={value!r} is not allowed; allowed: a whole number >= 1"
-        if self.pilot_seeds < 2:
-            return f"pilot_seeds={self.pilot_seeds} is not allowed; allowed: 2 or more (a plan needs the seeds' spread)"
-        if self.max_seeds < self.pilot_seeds:
-            return (f"max_seeds={self.max_seeds} is less than pilot_seeds={self.pilot_seeds}; "
-                    f"allowed: max_seeds >= pilot_seeds")
-        return ""
 
     def next(self, have: int, planned, shown: str = "") -> Step:
         """The next step of a row with ``have`` finished seeds (paired with its baseline's) whose
