@@ -139,7 +139,7 @@ def old_rule_note(s: dict, size: str) -> str:
 
 
 def adaptive_states(rows, sweep) -> dict:
-    """``{id(row): its SeedsRow}`` for each table row (``posenc.report.rows.Row``) whose seeds a
+    """``{id(row): its SeedsRow}`` for each table row (``posenc.report.rows.TableRow``) whose seeds a
     sequential design runs: a seeds strategy's rows, or a tune strategy's best values' seeds where its
     seeds strategy runs them; never a baseline row (it runs while its rows run, and decides nothing)."""
     adaptive = sweep.strategy.sequential_rows() if sweep.strategy else []
