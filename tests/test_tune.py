@@ -1,7 +1,13 @@
 """The tune strategy's parts without training: its search spaces and their refusals, its seeded
 proposals, a trial's pruning against a real Optuna journal, and how a tuned sweep is read and shown."""
 
+import ast
+import inspect
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import optuna
 import pytest
@@ -18,6 +24,7 @@ from posenc.harness.sweep.tune import override_text, space_distributions
 from posenc.report.tuning import device_hours, trials_table, tune_table
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_a_search_space_becomes_optuna_distributions():
@@ -261,3 +268,29 @@ def test_an_old_tune_state_with_plans_of_the_old_rule_still_reads(tmp_path):
     assert state.sequential_rows() == []
     assert strategy_summary(state) == ("; tune strategy: placement=none 0 trials, best optim.args.lr=0.001, "
                                        "3 seeds (its plan books 5)")
+
+
+def test_the_planners_have_no_hydra_in_them():
+    """The seeds and the tune planners import no Hydra (reading a Hydra plan imports it late, in
+    posenc.cells.plan): only their adapters, posenc.harness.sweep.seeds and .tune, are Hydra's."""
+    code = ("import sys, posenc.harness.sweep.planner, posenc.harness.sweep.tune_planner; "
+            "print(sorted(m for m in sys.modules if m == 'hydra' or m.startswith('hydra.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_one_loop_drives_both_planners():
+    """The loop that launches a planner's batches is LaunchingSweeper.drive; both adapters call it
+    and neither loops itself."""
+    from posenc.harness.sweep import launching, seeds, tune
+
+    for module in (seeds, tune):
+        tree = ast.parse(inspect.getsource(module))
+        assert not [n for n in ast.walk(tree) if isinstance(n, (ast.While, ast.AsyncFor))], module.__name__
+        drives = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                  and n.func.attr == "drive"]
+        assert len(drives) == 1, module.__name__
+    assert issubclass(seeds.SeedsSweeper, launching.LaunchingSweeper)
+    assert issubclass(tune.TuneSweeper, launching.LaunchingSweeper)
+    assert "drive" not in vars(seeds.SeedsSweeper) and "drive" not in vars(tune.TuneSweeper)

@@ -135,7 +135,7 @@ def test_rows_tune_prune_and_size_their_best_values_seeds_by_the_seeds_strategy_
     assert (none["plan"]["stopped"], none["plan"]["why"], none["plan"]["verdict"]) == \
         ("max_seeds", "max_seeds", "no evidence")
     logged = out.stdout + out.stderr
-    batches = [line.split("batch of ")[1].split(":")[0] for line in logged.splitlines()
+    batches = [line.split("batch of ")[1].split()[0] for line in logged.splitlines()
                if "the best values' seeds by the seeds strategy, batch of" in line]
     assert batches == ["4", "2"], batches  # the pilot of both rows, then one more seed each
     # The table is the best values' own seeds, scored as any cell, and says how each row was tuned.

@@ -15,7 +15,6 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from posenc.cells.keys import register_resolver
@@ -42,6 +41,10 @@ def planned_cells(sweep_dir: Path):
     state = read_state(sweep_dir)
     if state is not None:
         return [PlannedCell(c.dirname, override_values(c.overrides)) for c in state.cells]
+    # Hydra's override parser only for a plan of Hydra's basic sweeper: the adaptive sweepers' planners
+    # read a sweep through here and have no Hydra in them (tests/test_tune.py).
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
     register_resolver()  # the plan's exclude_keys name ${posenc_keys:not_naming}
     cfg = OmegaConf.load(plan_file)
     # A sweep typed on the command line has no preset params: its swept keys are in the task overrides.
@@ -91,6 +94,8 @@ def sweep_jobs(overrides) -> list:
 
 def override_values(lines) -> dict:
     """``["+model.args.dropout=0.1", "seed=2"]`` -> ``{"model.args.dropout": 0.1, "seed": 2}``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser  # imported late: see planned_cells
+
     return {o.key_or_group: o.value() for o in OverridesParser.create().parse_overrides(list(lines))}
 
 

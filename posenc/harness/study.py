@@ -2,8 +2,8 @@
 
 Optuna's journal storage (``JournalFileBackend``) appends every operation to one file under a
 file lock: the sweeper and its trial cells, in other processes or in SLURM jobs on other nodes of a
-shared filesystem, all read and write the same studies without a database server. The sweeper
-asks and tells (``posenc.harness.sweep.tune``); a trial cell reports each epoch's validation loss
+shared filesystem, all read and write the same studies without a database server. The tune planner
+asks and tells (``posenc.harness.sweep.tune_planner``); a trial cell reports each epoch's validation loss
 to its own trial and asks the pruner whether to stop (``posenc.harness.run.pruning``).
 """
 

@@ -1,7 +1,19 @@
 """What posenc's adaptive sweepers share with Hydra's own: the configured launcher, and batches
-launched through it with job numbers that go on from one batch to the next."""
+launched through it with job numbers that go on from one batch to the next; and the one loop that
+drives a planner (the seeds strategy's, ``posenc.harness.sweep.planner``, or the tune strategy's,
+``posenc.harness.sweep.tune_planner``; neither has Hydra in it) batch by batch."""
+
+import logging
+import time
+from pathlib import Path
 
 from hydra.plugins.sweeper import Sweeper
+
+from posenc.cells.strategy import write_state
+from posenc.cells.sweep import read_sweep
+from posenc.harness.run.signals import STOP
+
+log = logging.getLogger(__name__)
 
 
 class LaunchingSweeper(Sweeper):
@@ -22,3 +34,20 @@ class LaunchingSweeper(Sweeper):
         results = self.launcher.launch(jobs, initial_job_idx=self.job_idx)
         self.job_idx += len(jobs)
         return results
+
+    def drive(self, planner, sweep_dir: Path) -> list:
+        """Launch what ``planner`` asks for, batch by batch, until it asks for nothing or a stop is
+        requested; returns the launcher's results. The planner is asked ``next_jobs(sweep)`` (the
+        sweep as it stands; ``Job`` values), ``state()`` (written before its batch is launched, so
+        the state names the batch before it runs) and ``batch_words(count)`` (the log's words)."""
+        returns = []
+        while not STOP.requested:
+            started = time.perf_counter()
+            batch = planner.next_jobs(read_sweep(sweep_dir))
+            write_state(sweep_dir, planner.state())
+            if not batch:
+                break
+            log.info(f"{planner.batch_words(len(batch))} (decided in {time.perf_counter() - started:.2f} s): "
+                     + "; ".join(job.label for job in batch))
+            returns.append(self.launch([job.overrides for job in batch]))
+        return returns

@@ -88,6 +88,15 @@ class SeedsSettings:
                 "test_size": self.test_size, "baseline": str(self.baseline), "batch_seeds": self.batch_seeds}
 
 
+def checked_settings(given: dict) -> SeedsSettings:
+    """``SeedsSettings`` of the settings given; StrategyError naming the first bad one."""
+    settings = SeedsSettings.of(given)
+    problem = settings.problem()
+    if problem:
+        raise StrategyError(f"hydra.sweeper.{problem}")
+    return settings
+
+
 def report_settings(settings: dict) -> Settings:
     """The report's settings for a seeds strategy's settings (as its state keeps them): the table,
     its power section and every look use the strategy's baseline, effect and test size."""
@@ -95,10 +104,19 @@ def report_settings(settings: dict) -> Settings:
                     test_size=settings.get("test_size"))
 
 
+@dataclass(frozen=True)
+class Job:
+    """One cell a planner asks the launcher for: its overrides, and how the log names it."""
+    label: str
+    overrides: list
+
+
 @dataclass
-class Row:
+class PlannedRow:
+    """A row as the planner drives it: its state (what the state file keeps) and what this run
+    knows besides (its baseline row, the seeds it launched, its cells' directories)."""
     state: SeedsRow
-    base: "Row" = None                          # its baseline row (None for a baseline)
+    base: "PlannedRow" = None                   # its baseline row (None for a baseline)
     tried: set = field(default_factory=set)     # seeds launched by this run
     dirnames: dict = field(default_factory=dict)  # seed -> its cell's directory
 
@@ -134,7 +152,7 @@ class SeedsPlanner:
         rows = []
         for job in jobs:
             values = dict(line.split("=", 1) for line in job)
-            rows.append(Row(SeedsRow(row_label(job, jobs), list(job),
+            rows.append(PlannedRow(SeedsRow(row_label(job, jobs), list(job),
                                      baseline=str(values.get(base_key, "")) == str(base_value))))
         link_baselines(rows, base_key, base_value)
         planner = cls(settings, rows, name, before)  # a rerun's changed design or family is named first
@@ -170,10 +188,20 @@ class SeedsPlanner:
         """The highest seed number a row may reach, failed cells included: no endless retrying."""
         return 2 * self.settings.design.max_seeds + self.settings.design.pilot_seeds
 
-    def dirname(self, row: Row, seed: int) -> str:
+    def dirname(self, row: PlannedRow, seed: int) -> str:
         if seed not in row.dirnames:
             row.dirnames[seed] = self.name(row.overrides + [f"{SEED}={seed}"])
         return row.dirnames[seed]
+
+    def next_jobs(self, sweep) -> list:
+        """``next_batch`` as the launcher takes it: a ``Job`` per cell."""
+        return [Job(f"{row.label} seed={seed}", row.overrides + [f"{SEED}={seed}"])
+                for row, seed in self.next_batch(sweep)]
+
+    @staticmethod
+    def batch_words(count: int) -> str:
+        """How the log introduces a batch of ``count`` cells."""
+        return f"seeds strategy: batch of {count}"
 
     def next_batch(self, sweep) -> list:
         """``[(row, seed), ...]`` to run next, from the sweep as read; [] when every row stopped."""
@@ -231,7 +259,7 @@ class SeedsPlanner:
                 r.state.stop_n = d.look.n if d.stopped else None  # the one look the table and the summary show
                 r.state.ci, r.state.level = (list(d.ci), d.level) if d.stopped else (None, None)
 
-    def take_look(self, row: Row, test, level: float) -> None:
+    def take_look(self, row: PlannedRow, test, level: float) -> None:
         """The row's look at its paired seeds, if it has more than at its last look (the pilot at
         least); a row its report cannot test stops as untestable. ``level``: its family's α/m."""
         design = self.settings.design
@@ -283,10 +311,10 @@ class SeedsPlanner:
         return list(out.values())
 
     @staticmethod
-    def paired(row: Row) -> list:
+    def paired(row: PlannedRow) -> list:
         return [s for s in row.state.seeds if s in row.base.state.seeds]
 
-    def looked_at(self, row: Row) -> list:
+    def looked_at(self, row: PlannedRow) -> list:
         """The paired seeds a look at ``row`` takes: the first max_seeds of them (a failed seed that a
         rerun retries after its substitute finished must not carry a look past N)."""
         return self.paired(row)[:self.settings.design.max_seeds]
@@ -377,4 +405,5 @@ def value_in(job, key):
     return next((line.split("=", 1)[1] for line in job if line.split("=", 1)[0] == key), None)
 
 
-__all__ = ["SEEDS_SETTINGS", "SeedsPlanner", "SeedsSettings", "StrategyError", "report_settings"]
+__all__ = ["SEEDS_SETTINGS", "Job", "PlannedRow", "SeedsPlanner", "SeedsSettings", "StrategyError", "checked_settings",
+           "report_settings"]

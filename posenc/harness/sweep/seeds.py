@@ -1,7 +1,8 @@
 """``hydra/sweeper=posenc_seeds``: a group sequential sweep over seeds. The Hydra side only: it
 reads the grid as Hydra's basic sweeper does, names cells by Hydra's ``override_dirname``, and
 launches what the planner (``posenc.harness.sweep.planner``, no Hydra in it) asks for, batch by
-batch, through whatever launcher is configured; as hydra-optuna-sweeper splits ``OptunaSweeper``
+batch, through whatever launcher is configured (``LaunchingSweeper.drive``, the loop the tune
+sweeper drives its planner with too); as hydra-optuna-sweeper splits ``OptunaSweeper``
 from ``OptunaSweeperImpl``. Its settings and their defaults: ``posenc.harness.sweep.config``.
 
 Every job is an ordinary cell (its directory ``...,seed=N``, record, hashes, resume, W&B run). The
@@ -13,19 +14,16 @@ resumes from its checkpoint; the per-cell lock keeps two runs off one cell).
 
 import logging
 import sys
-import time
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from posenc.cells.plan import PLAN_FILE, override_dirname, sweep_jobs
-from posenc.cells.strategy import SeedsState, StateError, read_state, write_state
-from posenc.cells.sweep import read_sweep
-from posenc.harness.run.signals import STOP
+from posenc.cells.strategy import SeedsState, StateError, read_state
 from posenc.harness.sweep.config import SEEDS_SETTINGS
 from posenc.harness.sweep.launching import LaunchingSweeper
-from posenc.harness.sweep.planner import SEED, SeedsPlanner, SeedsSettings, StrategyError
+from posenc.harness.sweep.planner import SEED, SeedsPlanner, StrategyError, checked_settings
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +46,6 @@ def grid_jobs(params: dict, arguments, strategy: str) -> list:
     if SEED in params:
         log.info(f"{strategy} strategy: the preset's seed={params[SEED]} is replaced by the seeds its design asks for")
     return sweep_jobs(parser.parse_overrides(preset + list(arguments)))
-
-
-def checked_settings(given: dict) -> SeedsSettings:
-    settings = SeedsSettings.of(given)
-    problem = settings.problem()
-    if problem:
-        raise StrategyError(f"hydra.sweeper.{problem}")
-    return settings
 
 
 class SeedsSweeper(LaunchingSweeper):
@@ -82,14 +72,4 @@ class SeedsSweeper(LaunchingSweeper):
             sys.exit(2)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / PLAN_FILE)
-        returns = []
-        while not STOP.requested:
-            started = time.perf_counter()
-            batch = planner.next_batch(read_sweep(sweep_dir))
-            write_state(sweep_dir, planner.state())  # the state names the batch before it runs
-            if not batch:
-                break
-            log.info(f"seeds strategy: batch of {len(batch)} (decided in {time.perf_counter() - started:.2f} s): "
-                     + "; ".join(f"{row.label} seed={seed}" for row, seed in batch))
-            returns.append(self.launch([row.overrides + [f"{SEED}={seed}"] for row, seed in batch]))
-        return returns
+        return self.drive(planner, sweep_dir)
