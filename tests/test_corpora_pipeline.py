@@ -236,6 +236,9 @@ def test_unknown_keys_and_values_are_refused():
         prepare_corpus(synthetic_cfg(subword="wordpiece"), Path("/nonexistent"))
     with pytest.raises(CorpusError, match="data.recipe='wmt99'"):
         prepare_corpus(synthetic_cfg(recipe="wmt99"), Path("/nonexistent"))
+    for key in ("subword_size", "workers"):  # a number that is none: one line, not int()'s ValueError
+        with pytest.raises(CorpusError, match=f"^data.{key}='big': must be a whole number$"):
+            prepare_corpus({**synthetic_cfg(), key: "big"}, Path("/nonexistent"))
 
 
 def test_every_data_config_parses(tmp_path):

@@ -131,7 +131,7 @@ def parse(data_cfg: Any) -> CorpusConfig:
     )
     subwords = SubwordSettings(
         kind=str(raw.get("subword", "bpe")),
-        size=int(raw.get("subword_size", 10000)),
+        size=_int(raw, "subword_size", 10000),
         joint=bool(raw.get("joint_subwords", True)),
     )
     filter_settings = _build(FilterSettings, raw.get("filter") or {}, "data.filter")
@@ -151,7 +151,7 @@ def parse(data_cfg: Any) -> CorpusConfig:
         raise CorpusError(f"data.length_split={length_split.max_tokens}: the synthetic corpus already has a "
                           f"test_long split (data.generator.test_long={generator.test_long}); set "
                           "data.generator.test_long=0 to make it by length instead")
-    workers = int(raw.get("workers", 1))
+    workers = _int(raw, "workers", 1)
     if workers < 1:
         raise CorpusError(f"data.workers={workers}: must be >= 1")
     return CorpusConfig(
@@ -169,6 +169,17 @@ def parse(data_cfg: Any) -> CorpusConfig:
         mirror=raw.get("mirror") or None,
         length_split=length_split,
     )
+
+
+def _int(raw: dict, key: str, default: int) -> int:
+    """``data.<key>`` as a whole number; CorpusError (one line) for anything else."""
+    value = raw.get(key, default)
+    try:
+        if isinstance(value, bool):
+            raise ValueError(value)
+        return int(value)
+    except (TypeError, ValueError):
+        raise CorpusError(f"data.{key}={value!r}: must be a whole number") from None
 
 
 def _build(cls, values: Mapping, where: str):
