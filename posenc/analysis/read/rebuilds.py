@@ -23,8 +23,3 @@ def rebuilder(kind: PositionKind):
     if own is None or own == BY_THE_ANALYSIS:
         return _REBUILDS.get(kind.name)
     return resolve_callable(own)
-
-
-def registered_rebuilds() -> dict:
-    """``{kind: rebuild}`` that the analysis registered (its tests check every built-in kind has one)."""
-    return dict(_REBUILDS)
