@@ -20,17 +20,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from posenc.cells.strategy import SeedsState, StateError, read_state  # noqa: E402
-from posenc.stats.sequential import STATISTICS, Design, decide, design_of  # noqa: E402
+from posenc.stats.sequential import STATISTICS, Design, decide  # noqa: E402
 
 
 def replay(state: SeedsState, design: Design) -> list:
     """[(row, Decision or None)] in the order the decisions fall; None: open after its looks."""
-    effect = float(state.settings["effect"])
+    effect = float(state.settings.effect)
     rows = {r.row: r.looks for r in state.sequential_rows() if not r.baseline and r.looks}
     frozen, order = {}, []
-    for n in sorted({look["n"] for looks in rows.values() for look in looks}):
-        seen = {name: [x for x in looks if x["n"] <= n] for name, looks in rows.items() if name not in frozen}
-        seen = {name: looks for name, looks in seen.items() if looks and looks[-1]["n"] == n}
+    for n in sorted({look.n for looks in rows.values() for look in looks}):
+        seen = {name: [x for x in looks if x.n <= n] for name, looks in rows.items() if name not in frozen}
+        seen = {name: looks for name, looks in seen.items() if looks and looks[-1].n == n}
         if not seen:
             continue
         for name, decision in decide(design, effect, seen, frozen).items():
@@ -55,7 +55,7 @@ def main() -> int:
     if not isinstance(state, SeedsState) or not state.sequential_rows():
         sys.exit(f"replay_sequential: {args.sweep} holds no group sequential seeds state (seeds_strategy.json "
                  "written by the sequential design)")
-    ran_design = design_of(state.settings)
+    ran_design = state.settings.design
     design = replace(ran_design, gamma=Design.gamma if args.gamma is None else args.gamma, statistic=args.statistic)
     if design.problem():
         sys.exit(f"replay_sequential: {design.problem()}")

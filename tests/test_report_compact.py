@@ -4,13 +4,14 @@ prints after its summary line and before the path of the full ``table.md``, and 
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from omegaconf import OmegaConf
 
-from posenc.cells.strategy import SeedsRow, SeedsState, StateCell
+from posenc.cells.strategy import SeedsRow, SeedsSettings, SeedsState, StateCell
 from posenc.cells.sweep import read_sweep
 from posenc.harness.sweep.report import SweepReport
 from posenc.report.compact import WIDTH, compact_table, fit
@@ -120,15 +121,15 @@ def sequential_state():
     rows = [SeedsRow("placement=both", ["placement=both"], baseline=True, seeds=[1, 2, 3],
                      why="runs while any of its rows runs"),
             SeedsRow("placement=none", ["placement=none"], seeds=[1, 2, 3], stopped="efficacy",
-                     why="efficacy at 3 seeds", verdict="worse", looks=[vars(look)],
+                     why="efficacy at 3 seeds", verdict="worse", looks=[look],
                      ci=list(repeated_ci(look, threshold)), level=design.alpha / 2),
             SeedsRow("placement=source", ["placement=source"], seeds=[1, 2, 3],
-                     looks=[vars(Look(3, 0.2, 0.6, 2.0, 0.75, threshold=threshold, cond_power=0.4))])]
+                     looks=[Look(3, 0.2, 0.6, 2.0, 0.75, threshold=threshold, cond_power=0.4)])]
     settings = {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 10, "spending": "hsd", "gamma": -2.0, "futility": 0.1,
                 "futility_from": 5, "effect": 1.0, "test_size": None, "baseline": "placement=both", "batch_seeds": 2}
     cells = [StateCell(f"placement={p},seed={s}", [f"placement={p}", f"seed={s}"])
              for p in ("both", "none", "source") for s in (1, 2, 3)]
-    return SeedsState(settings, rows, cells)
+    return SeedsState(SeedsSettings.of(settings), rows, cells)
 
 
 def test_a_decided_row_books_no_seeds_and_says_where_it_stopped(sweep):
@@ -189,7 +190,7 @@ def test_a_strategys_sweep_is_compared_with_its_own_baseline_unless_told(sweep, 
     copy = tmp_path / "sweep"
     shutil.copytree(sweep, copy)
     state = sequential_state()
-    state.settings["baseline"] = "placement=source"
+    state.settings = replace(state.settings, baseline="placement=source")
     for row in state.rows:
         row.baseline, row.stopped, row.why, row.verdict, row.looks = (row.row == "placement=source", "", "", "", [])
     write_state(copy, state)
@@ -204,9 +205,11 @@ def test_a_strategys_sweep_is_compared_with_its_own_baseline_unless_told(sweep, 
 
 
 def test_where_and_why_a_sequential_row_stopped_in_a_few_words():
-    look = {"n": 10}
+    def look(n):
+        return Look(n, 0.1, 0.5, n - 1.0, 0.8)
+
     assert short_stop(SeedsRow("r", ["r"], stopped="max_seeds", why="max_seeds", verdict="no evidence",
-                               looks=[{"n": 3}, look])) == "no evidence: max_seeds at 10 seeds"
+                               looks=[look(3), look(10)])) == "no evidence: max_seeds at 10 seeds"
     assert short_stop(SeedsRow("r", ["r"], stopped="futility", why="futility at 5 seeds: conditional power 0.04",
-                               verdict="no evidence", looks=[{"n": 5}])) == "no evidence: futility at 5 seeds"
-    assert short_stop(SeedsRow("r", ["r"], looks=[{"n": 3}])) == "going on after 3 seeds"
+                               verdict="no evidence", looks=[look(5)])) == "no evidence: futility at 5 seeds"
+    assert short_stop(SeedsRow("r", ["r"], looks=[look(3)])) == "going on after 3 seeds"

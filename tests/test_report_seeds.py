@@ -143,14 +143,15 @@ def test_the_tables_note_says_which_procedure_ran():
     min_seeds existed still is."""
     from types import SimpleNamespace
 
-    from posenc.cells.strategy import SeedsState
+    from posenc.cells.strategy import SeedsState, seeds_settings_of
     from posenc.report.sequential import OVERSTATES, strategy_notes
 
     settings = {"effect": 0.5, "test_size": None, "baseline": "placement=both", "pilot_seeds": 3,
                 "max_seeds": 10, "batch_seeds": 2}
 
     def note(s):
-        return strategy_notes(SimpleNamespace(sweep=SimpleNamespace(strategy=SeedsState(s, [], []))))[0]
+        state = SeedsState(seeds_settings_of(s), [], [])
+        return strategy_notes(SimpleNamespace(sweep=SimpleNamespace(strategy=state)))[0]
 
     now = note({**settings, "alpha": 0.05, "spending": "hsd", "gamma": -3.0, "futility": 0.1, "futility_from": 5})
     assert "a group sequential design: max_seeds N = 10" in now and "hsd spending, γ = -3.0" in now
@@ -168,7 +169,7 @@ CAPPED = "cannot reach 80% power at |Δ| = 1: at most 0.40 with max_seeds = 10 o
 def _sequential_state():
     """A seeds strategy's state as the planner writes it: none stopped for efficacy at its pilot,
     source still between looks, both the baseline."""
-    from posenc.cells.strategy import SeedsRow, SeedsState, StateCell
+    from posenc.cells.strategy import SeedsRow, SeedsSettings, SeedsState, StateCell
     from posenc.stats.sequential import Design, Look, repeated_ci
 
     design = Design()
@@ -178,15 +179,15 @@ def _sequential_state():
     rows = [SeedsRow("placement=both", ["placement=both"], baseline=True, seeds=[1, 2, 3, 4, 5],
                      why="runs while any of its rows runs"),
             SeedsRow("placement=none", ["placement=none"], seeds=[1, 2, 3], stopped="efficacy",
-                     why="efficacy at 3 seeds", verdict="worse", looks=[vars(look)], ci=ci, level=design.alpha / 2,
+                     why="efficacy at 3 seeds", verdict="worse", looks=[look], ci=ci, level=design.alpha / 2,
                      unreachable=CAPPED),
             SeedsRow("placement=source", ["placement=source"], seeds=[1, 2, 3], unreachable=CAPPED,
-                     looks=[vars(Look(3, 0.2, 0.6, 2.0, 0.75, threshold=threshold, cond_power=0.4))])]
+                     looks=[Look(3, 0.2, 0.6, 2.0, 0.75, threshold=threshold, cond_power=0.4)])]
     settings = {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 10, "spending": "hsd", "gamma": -3.0, "futility": 0.1,
                 "futility_from": 5, "effect": 1.0, "test_size": None, "baseline": "placement=both", "batch_seeds": 2}
     cells = [StateCell(f"placement={p},seed={s}", [f"placement={p}", f"seed={s}"])
              for p in ("both", "none", "source") for s in (1, 2, 3)]
-    return SeedsState(settings, rows, cells), ci, threshold
+    return SeedsState(SeedsSettings.of(settings), rows, cells), ci, threshold
 
 
 def test_an_adaptive_rows_table_shows_its_stop_its_repeated_ci_and_never_its_p_against_005():

@@ -5,12 +5,14 @@ rows, its state written and read back, and its refusals. The looks are the verdi
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 from scipy import stats as scipy_stats
 
 from posenc.cells.strategy import SeedsState, read_state, write_state
-from posenc.harness.sweep.planner import SeedsPlanner, SeedsSettings, StrategyError
+from posenc.harness.sweep.config import seeds_settings
+from posenc.harness.sweep.planner import SeedsPlanner, SeedsSettings, StrategyError, settings_problem
 from posenc.stats import sequential
 from posenc.stats.verdict import SeedTest, p_values
 
@@ -23,7 +25,7 @@ def name(overrides) -> str:
 
 
 def settings(**given) -> SeedsSettings:
-    return SeedsSettings.of({"effect": 1.0, **given})
+    return SeedsSettings.of(seeds_settings({"effect": 1.0, **given}))
 
 
 def planner(jobs=JOBS, before=None, **given) -> SeedsPlanner:
@@ -74,7 +76,7 @@ def test_an_obvious_effect_stops_at_the_pilot_on_the_alpha_over_m_table_with_its
     assert none.level == pytest.approx(design.alpha / 2)
     half = scipy_stats.t.ppf(1 - threshold / 2, worse.df) * worse.se   # Δ ± the boundary's t·se
     assert none.ci == pytest.approx([worse.delta - half, worse.delta + half])
-    assert none.looks[-1]["threshold"] == pytest.approx(threshold) and none.looks[-1]["n"] == 3
+    assert none.looks[-1].threshold == pytest.approx(threshold) and none.looks[-1].n == 3
     # source goes on with batch_seeds (2 here) more, and the baseline runs them too; none gets nothing.
     assert batch == [("placement=both", 4), ("placement=both", 5), ("placement=source", 4), ("placement=source", 5)]
 
@@ -111,7 +113,7 @@ def test_a_row_that_cannot_find_the_effect_stops_for_futility_and_one_that_runs_
     assert sequential.conditional_power(look, plan.settings.design, 1.0) < 0.10   # the design's own formula
     assert (none.stopped, none.verdict) == (sequential.FUTILITY, "no evidence")
     assert none.why.startswith("futility at 5 seeds: conditional power ")
-    assert [x["n"] for x in none.looks] == [3, 5]
+    assert [x.n for x in none.looks] == [3, 5]
     # A row whose Δ is near the effect goes on to max_seeds and stops there, "no evidence" if never crossed.
     plan = planner(jobs=[["placement=both"], ["placement=none"]], max_seeds=5, batch_seeds=2, futility=0.01)
     step(plan, {})
@@ -198,7 +200,7 @@ def test_an_old_rules_state_still_reads_says_so_and_is_not_continued(tmp_path):
     ({"test_size": 0}, "test_size=0 is not allowed"),
 ])
 def test_bad_settings_are_one_line_naming_the_value(given, message):
-    problem = settings(**given).problem()
+    problem = settings_problem(settings(**given))
     assert problem.startswith(message) and "\n" not in problem
 
 
@@ -208,7 +210,7 @@ def test_the_defaults_live_in_the_design_and_the_structured_config():
     conf, design = SeedsStrategyConf(), sequential.Design()
     for key in ("alpha", "pilot_seeds", "max_seeds", "spending", "gamma", "futility", "futility_from"):
         assert getattr(conf, key) == getattr(design, key)
-    assert settings().problem() == "" and settings().design == design
+    assert settings_problem(settings()) == "" and settings().design == design
 
 
 def test_a_test_set_that_caps_the_power_is_said_after_the_pilot_before_more_seeds():
@@ -329,9 +331,9 @@ def test_an_efficacy_stop_by_a_retest_at_an_earlier_look_keeps_that_look_for_its
     source = rows(plan)["placement=source"].state
     assert (source.stopped, source.why, source.verdict, source.stop_n) == (sequential.EFFICACY, "efficacy at 4 seeds",
                                                                            "better", 4)
-    assert [x["n"] for x in source.looks] == [3, 4, 5]
+    assert [x.n for x in source.looks] == [3, 4, 5]
     judged = source.stop_look()
-    assert judged["delta"] == at4.delta and judged["threshold"] == pytest.approx(whole[4])
+    assert judged.delta == at4.delta and judged.threshold == pytest.approx(whole[4])
     half = scipy_stats.t.ppf(1 - whole[4] / 2, at4.df) * at4.se
     assert source.ci == pytest.approx([at4.delta - half, at4.delta + half])
     text = row_stop(source)
@@ -357,12 +359,12 @@ def test_a_row_stopped_untestable_is_frozen_as_a_non_rejection_and_passes_no_alp
     finish(plan, {label: (1, 2, 3) for label in rows(plan)})
     step(plan, {"placement=none": seed_test(0.0, 3), "placement=source": seed_test(0.1, 3)})
     none, source = rows(plan)["placement=none"].state, rows(plan)["placement=source"].state
-    none.looks[-1] = {**none.looks[-1], "p": 1e-9}   # a stored look that would cross at α/2 if it were retested
+    none.looks[-1] = replace(none.looks[-1], p=1e-9)   # a stored look that would cross at α/2 if it were retested
     finish(plan, {label: (1, 2, 3, 4) for label in rows(plan)})
     step(plan, {"placement=none": "its cells have no outputs", "placement=source": at4})
     assert (none.stopped, none.why) == ("untestable", "its cells have no outputs")
     assert decision_of(none).verdict == "no evidence" and decision_of(none).stopped == "untestable"
-    assert source.stopped == "" and source.looks[-1]["level"] == pytest.approx(design.alpha / 2)
+    assert source.stopped == "" and source.looks[-1].level == pytest.approx(design.alpha / 2)
 
 
 def test_the_unreachable_warning_is_at_the_rows_level():
@@ -394,7 +396,7 @@ def test_a_row_whose_outputs_equal_its_baselines_stops_for_futility():
                                                                     SENTENCES, n - 1.0)})
     none = rows(plan)["placement=none"].state
     assert (none.stopped, none.verdict) == (sequential.FUTILITY, "no evidence")
-    assert none.looks[-1]["cond_power"] == 0.0 and none.stop_n == 5
+    assert none.looks[-1].cond_power == 0.0 and none.stop_n == 5
 
 
 def test_a_look_takes_the_first_max_seeds_paired_seeds_of_a_real_sweep(tmp_path):
@@ -412,7 +414,7 @@ def test_a_look_takes_the_first_max_seeds_paired_seeds_of_a_real_sweep(tmp_path)
     plan = planner(jobs=[["placement=both"], ["placement=none"]])
     assert plan.next_batch(read_sweep(sweep)) == []
     none = rows(plan)["placement=none"].state
-    assert [x["n"] for x in none.looks] == [10] and none.stopped in (sequential.EFFICACY, sequential.MAX)
+    assert [x.n for x in none.looks] == [10] and none.stopped in (sequential.EFFICACY, sequential.MAX)
     # The same look, taken by the report on seeds 1-10 alone.
     ten = sweep_of(tmp_path, "ten", corpus, splits, {p: {s: o[s] for s in range(1, 11)} for p, o in outputs.items()})
     alone = planner(jobs=[["placement=both"], ["placement=none"]])

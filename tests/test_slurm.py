@@ -198,7 +198,7 @@ def test_a_seeds_strategy_batch_goes_through_the_slurm_preset(root):
     assert "seeds strategy: batch of 4" in output and "SLURM jobs " in output
     # The one look (n = 2 = max_seeds) was taken from the cells SLURM ran, and decided the row.
     (row,) = [r for r in read_state(sweep).rows if not r.baseline]
-    assert [look["n"] for look in row.looks] == [2] and row.stopped in ("efficacy", "max_seeds"), row
+    assert [look.n for look in row.looks] == [2] and row.stopped in ("efficacy", "max_seeds"), row
     assert f"4 cells: 4 ok; seeds strategy: placement=none 2 seeds ({row.why}: {row.verdict}, Δ " in output
 
 

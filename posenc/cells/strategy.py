@@ -6,9 +6,11 @@ The state is the sweep's plan for every reader (the cells launched so far, each 
 trials and why it stopped); the sweeper writes it before each batch runs. Readers ask the state
 what they need (``cells``, ``tuned_keys``, ``trial``) instead of testing which strategy wrote it.
 
-A seeds state written before the group sequential rule (its settings have ``min_seeds`` and no
-``spending``) still reads: ``SeedsState.old_rule`` says so, and its rows keep the plan they booked
-(``planned``) and no looks.
+Settings and looks are typed in the state (``SeedsSettings``, ``OldRuleSettings``,
+``TuneStrategySettings``, ``posenc.stats.sequential.Look``); JSON exists only in the file, read by
+``of`` and written by ``to_json``. A seeds state written before the group sequential rule (its
+settings have ``min_seeds`` and no ``spending``) still reads: its settings are ``OldRuleSettings``,
+``SeedsState.old_rule`` says so, and its rows keep the plan they booked (``planned``) and no looks.
 """
 
 import json
@@ -16,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from posenc.atomic import write_json_atomic
+from posenc.stats.sequential import DESIGN_SETTINGS, Design, Look, design_of
 
 # The seeds strategy's state file, and the tune strategy's; the tune strategy's Optuna studies,
 # one per row, in Optuna's journal file, which several processes share.
@@ -26,6 +29,86 @@ STUDY_FILE = "tune_study.journal"
 
 class StateError(ValueError):
     """A state file that no strategy wrote; the message is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class SeedsSettings:
+    """The seeds strategy's settings: the design (its thresholds fixed before the pilot) and what the
+    strategy adds (``SeedsPlanConf``). The planner checks them (``planner.checked_settings``)."""
+    design: Design
+    effect: object
+    test_size: object
+    baseline: object
+    batch_seeds: object
+    predates: frozenset = frozenset()   # design settings its state was written without: it ran OLDER's
+
+    @classmethod
+    def of(cls, flat: dict) -> "SeedsSettings":
+        """From the settings as they are set, flat (a state's, or the sweeper's over its defaults); a
+        design setting a state predates is what it ran then (``sequential.OLDER``)."""
+        return cls(design_of(flat), flat.get("effect"), flat.get("test_size"), flat.get("baseline"),
+                   flat.get("batch_seeds"), frozenset(k for k in DESIGN_SETTINGS if k not in flat))
+
+    def as_state(self) -> dict:
+        """The settings as the state keeps them (flat, as they are set)."""
+        return {**{k: getattr(self.design, k) for k in DESIGN_SETTINGS}, "effect": float(self.effect),
+                "test_size": self.test_size, "baseline": str(self.baseline), "batch_seeds": self.batch_seeds}
+
+
+@dataclass(frozen=True)
+class OldRuleSettings:
+    """The settings of a seeds sweep run by the rule before the group sequential design (plans from
+    the seeds' spread; ``min_seeds`` None where it ran before that floor existed). Read, never run."""
+    effect: object = None
+    test_size: object = None
+    baseline: object = None
+    pilot_seeds: object = None
+    max_seeds: object = None
+    batch_seeds: object = None
+    min_seeds: object = None
+
+    @classmethod
+    def of(cls, flat: dict) -> "OldRuleSettings":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in flat.items() if k in known})
+
+    def as_state(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "min_seeds" or v is not None}
+
+
+def seeds_settings_of(flat: dict):
+    """A seeds state's settings: ``OldRuleSettings`` where the old rule wrote them (no ``spending``)."""
+    return SeedsSettings.of(flat) if "spending" in flat else OldRuleSettings.of(flat)
+
+
+@dataclass(frozen=True)
+class TuneStrategySettings:
+    """The tune strategy's settings as its state keeps them (``TuneSweeperConf``'s but the grid and
+    the search space, which the state keeps apart). None: a setting its state predates."""
+    trials: object = None
+    batch_trials: object = None
+    startup_trials: object = None
+    prune_from_epoch: object = None
+    pruner_startup_trials: object = None
+    seeds: object = None
+    sampler_seed: object = None
+    trial_seed: object = None
+    pruner: object = None
+    baseline: object = None
+    seeds_strategy: object = None   # SeedsSettings (OldRuleSettings: the old rule's), or None: a fixed count
+
+    @classmethod
+    def of(cls, flat: dict) -> "TuneStrategySettings":
+        known = {f.name for f in fields(cls)}
+        given = {k: v for k, v in flat.items() if k in known}
+        plan = given.get("seeds_strategy")
+        given["seeds_strategy"] = seeds_settings_of(dict(plan)) if plan else None
+        return cls(**given)
+
+    def as_state(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["seeds_strategy"] = None if self.seeds_strategy is None else self.seeds_strategy.as_state()
+        return out
 
 
 @dataclass
@@ -43,7 +126,7 @@ class SeedsRow:
     stopped: str = ""             # "" while it goes on; else why (sequential.py's stop names)
     why: str = ""                 # the stop in the table's words (``efficacy at 3 seeds``)
     verdict: str = ""             # frozen at the stop: better, worse, no evidence
-    looks: list = field(default_factory=list)       # each look's fields (sequential.Look as a dict)
+    looks: list = field(default_factory=list)       # sequential.Look, in the order they were taken
     ci: list = None               # the repeated CI of Δ at the stopping look, at the row's level
     stop_n: int = None            # the stopping look's seeds (an efficacy stop by a retest: an earlier look)
     level: float = None           # the α its family gave it at the stopping look
@@ -53,19 +136,21 @@ class SeedsRow:
     @classmethod
     def of(cls, data: dict) -> "SeedsRow":
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        row = cls(**{k: v for k, v in data.items() if k in known})
+        row.looks = [Look.coerce(x) for x in row.looks]
+        return row
 
     def stop_look(self):
         """The look a stopped row stopped at (its Δ, CI and seeds are the table's), else its latest;
         None without looks. A state written before stop_n was kept stopped at its latest look."""
         if self.stop_n is not None:
-            return next(x for x in self.looks if x["n"] == self.stop_n)
+            return next(x for x in self.looks if x.n == self.stop_n)
         return self.looks[-1] if self.looks else None
 
 
 @dataclass
 class SeedsState:
-    settings: dict                # the strategy's settings as the sweep ran them
+    settings: object              # SeedsSettings (OldRuleSettings: the old rule's sweep), as the sweep ran them
     rows: list                    # SeedsRow, in grid order
     cells: list                   # StateCell: every cell launched so far
     strategy: str = "seeds"
@@ -75,12 +160,12 @@ class SeedsState:
     @property
     def old_rule(self) -> bool:
         """Written by the rule before the group sequential design (min_seeds, plans from the spread)."""
-        return "spending" not in self.settings
+        return isinstance(self.settings, OldRuleSettings)
 
     def tuned_keys(self) -> set:
         return set()
 
-    def seeds_settings(self) -> dict:
+    def seeds_settings(self):
         """The settings of the seeds strategy that sized its seeds."""
         return self.settings
 
@@ -92,12 +177,12 @@ class SeedsState:
         return None
 
     def to_json(self) -> dict:
-        return {"strategy": self.strategy, "settings": self.settings, "rows": [asdict(r) for r in self.rows],
-                "cells": [asdict(c) for c in self.cells]}
+        return {"strategy": self.strategy, "settings": self.settings.as_state(),
+                "rows": [asdict(r) for r in self.rows], "cells": [asdict(c) for c in self.cells]}
 
     @classmethod
     def of(cls, data: dict) -> "SeedsState":
-        return cls(dict(data.get("settings") or {}), [SeedsRow.of(r) for r in data.get("rows", [])],
+        return cls(seeds_settings_of(dict(data.get("settings") or {})), [SeedsRow.of(r) for r in data.get("rows", [])],
                    [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]])
 
 
@@ -154,7 +239,7 @@ class TuneRow:
 
 @dataclass
 class TuneState:
-    settings: dict
+    settings: TuneStrategySettings
     search_space: dict
     rows: list                    # TuneRow
     cells: list                   # StateCell: the best values' seeds
@@ -164,12 +249,12 @@ class TuneState:
 
     def seeds_settings(self):
         """The seeds strategy's settings that sized the best values' seeds, or None (a fixed count)."""
-        return self.settings.get("seeds_strategy")
+        return self.settings.seeds_strategy
 
     def sequential_rows(self) -> list:
         """The best values' rows as the seeds strategy's group sequential design decided them."""
-        seeds = self.seeds_settings() or {}
-        return [r.plan for r in self.rows if r.plan is not None] if "spending" in seeds else []
+        sequential = isinstance(self.settings.seeds_strategy, SeedsSettings)
+        return [r.plan for r in self.rows if r.plan is not None] if sequential else []
 
     def tuned_keys(self) -> set:
         """The keys each row chose (its search space): values of a row, not rows."""
@@ -180,7 +265,7 @@ class TuneState:
         return next((t for r in self.rows for t in r.trials if t.dirname == dirname), None)
 
     def to_json(self) -> dict:
-        return {"strategy": self.strategy, "settings": self.settings, "search_space": self.search_space,
+        return {"strategy": self.strategy, "settings": self.settings.as_state(), "search_space": self.search_space,
                 "rows": [r.to_json() for r in self.rows],
                 "trials": [{"dirname": t.dirname, "study": r.study, "number": t.number} for r in self.rows
                            for t in r.trials],
@@ -197,8 +282,8 @@ class TuneState:
                     row = TuneRow(entry.get("study", ""), [])
                     rows.append(row)
                 row.trials.append(Trial.of(entry, entry.get("study", "")))
-        return cls(dict(data.get("settings") or {}), dict(data.get("search_space") or {}), rows,
-                   [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]])
+        return cls(TuneStrategySettings.of(dict(data.get("settings") or {})), dict(data.get("search_space") or {}),
+                   rows, [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]])
 
 
 STATES = {SeedsState.FILE: SeedsState, TuneState.FILE: TuneState}

@@ -7,7 +7,9 @@ Read from the strategy's state (``posenc.cells.strategy.SeedsState``, in ``Sweep
 state from the rule before the group sequential design (min_seeds) is shown as that rule ran it.
 """
 
-from posenc.stats.sequential import EFFICACY, MAX, design_of, median_unbiased, stagewise_p
+import math
+
+from posenc.stats.sequential import EFFICACY, MAX, median_unbiased, stagewise_p
 
 OVERSTATES = ("Δ at an efficacy stop overstates |Δ| on average (a row stops early when its Δ happens to be large): "
               "the median-unbiased Δ beside it corrects for that. The repeated CI is at the row's own level α_row "
@@ -24,21 +26,21 @@ def ci_label(level) -> str:
     return "repeated CI" if level is None else f"repeated {100 * (1 - level):.1f}% CI"
 
 
-def inference(state, settings: dict) -> dict:
+def inference(state, settings) -> dict:
     """After a sequential stop: the stage-wise ordering p at the row's level (efficacy and
     max_seeds stops; a futility stop, non-binding, has none) and the median-unbiased Δ of an
     efficacy stop (``posenc.stats.sequential``); {} for a row still going on."""
     look = state.stop_look() if state.stopped in (EFFICACY, MAX) else None
     if look is None or state.level is None:
         return {}
-    design = design_of(settings)
-    out = {"p_stagewise": stagewise_p(design, look["n"], look["p"], state.level)}
+    design = settings.design
+    out = {"p_stagewise": stagewise_p(design, look.n, look.p, state.level)}
     if state.stopped == EFFICACY:
         out["delta_median_unbiased"] = median_unbiased(design, look, state.level)
     return out
 
 
-def row_stop(row, settings: dict = None) -> str:
+def row_stop(row, settings=None) -> str:
     """One adaptive row in words: ``efficacy at 3 seeds: worse, Δ -25.10 (median-unbiased -24.90),
     repeated 98.3% CI [-31.02, -19.18] at α 0.0167``; ``going on`` while it runs; the old rule's
     stop as it said it."""
@@ -48,12 +50,13 @@ def row_stop(row, settings: dict = None) -> str:
         text = row.why or row.stopped or "going on"
     elif not row.stopped:
         last = row.looks[-1]
-        text = f"going on after the look at {last['n']} seeds (p {last['p']:.4f} against a({last['n']}) " \
-               f"{last['threshold']:.4f})" if last.get("threshold") is not None else "going on"
+        judged = last.threshold is not None and not math.isnan(last.threshold)
+        text = f"going on after the look at {last.n} seeds (p {last.p:.4f} against a({last.n}) " \
+               f"{last.threshold:.4f})" if judged else "going on"
     else:
         look = row.stop_look()
         unbiased = inference(row, settings).get("delta_median_unbiased") if settings else None
-        text = f"{row.why}: {row.verdict}, Δ {look['delta']:+.2f}" + \
+        text = f"{row.why}: {row.verdict}, Δ {look.delta:+.2f}" + \
             (f" (median-unbiased {unbiased:+.2f})" if unbiased is not None else "") + \
             f", {ci_label(row.level)} {ci_text(row.ci)}"
         if row.level is not None:
@@ -86,8 +89,8 @@ def strategy_table(report):
         look = r.stop_look() if r.stopped else None
         after = inference(r, state.seeds_settings())
         stopped = (r.why or "going on") + warning(r)
-        body.append([r.row, str(len(r.seeds)), " ".join(str(x["n"]) for x in r.looks) or "-", stopped,
-                     r.verdict or "-", "-" if look is None else f"{look['delta']:+.2f}",
+        body.append([r.row, str(len(r.seeds)), " ".join(str(x.n) for x in r.looks) or "-", stopped,
+                     r.verdict or "-", "-" if look is None else f"{look.delta:+.2f}",
                      number(after.get("delta_median_unbiased"), "+.2f"),
                      f"{ci_text(r.ci)} ({ci_label(r.level).split()[1]})" if r.stopped and r.ci else "-",
                      "-" if r.level is None else f"{r.level:.4g}", number(after.get("p_stagewise"), ".4f")])
@@ -101,32 +104,34 @@ def number(value, spec: str) -> str:
 def strategy_notes(report) -> list:
     state = report.sweep.strategy
     s = state.settings
-    size = f"{s['test_size']} test sentences" if s.get("test_size") else "this test set"
+    size = f"{s.test_size} test sentences" if s.test_size else "this test set"
     if state.old_rule:
         return [old_rule_note(s, size)]
-    statistic = ("the verdict's t, at its least favourable test-set share" if design_of(s).statistic == "verdict"
+    d = s.design
+    statistic = ("the verdict's t, at its least favourable test-set share" if d.statistic == "verdict"
                  else "the seeds-only t, as sweeps started before 2026-12-03 ran them")
     return [f"Seeds strategy (hydra/sweeper=posenc_seeds), a group sequential design: max_seeds N = "
-            f"{s.get('max_seeds')} and the thresholds a(n) fixed before the pilot, for {statistic} "
-            f"({s.get('spending')} spending"
-            + (f", γ = {s.get('gamma')}" if s.get("spending") == "hsd" else "")
-            + f", α = {s.get('alpha')} over the rows sharing a baseline by graphical Holm); a look after the "
-            f"{s.get('pilot_seeds')}-seed pilot and after every batch of {s.get('batch_seeds')}. A row stops for "
-            f"efficacy when its p <= a(n) at its α, for futility (from {s.get('futility_from')} seeds) when its "
-            f"conditional power at |Δ| = {s.get('effect')} BLEU ({size}), projected to N, falls below "
-            f"{s.get('futility')}, or at N; its verdict is then frozen. A baseline row runs while any of its rows "
+            f"{d.max_seeds} and the thresholds a(n) fixed before the pilot, for {statistic} "
+            f"({d.spending} spending"
+            + (f", γ = {d.gamma}" if d.spending == "hsd" else "")
+            + f", α = {d.alpha} over the rows sharing a baseline by graphical Holm); a look after the "
+            f"{d.pilot_seeds}-seed pilot and after every batch of {s.batch_seeds}. A row stops for "
+            f"efficacy when its p <= a(n) at its α, for futility (from {d.futility_from} seeds) when its "
+            f"conditional power at |Δ| = {s.effect} BLEU ({size}), projected to N, falls below "
+            f"{d.futility}, or at N; its verdict is then frozen. A baseline row runs while any of its rows "
             "runs. For these rows the verdict, *, Δ and Δ CI above are the stopping look's (the CI is the repeated CI "
             "at the row's level), p seeds (Holm) is empty, and the CSV's p_seeds is the stage-wise ordering p at the "
             "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; conservative, and at most the "
             "row's α when the row rejected), never the fixed-sample p of seeds chosen by looks. " + OVERSTATES]
 
 
-def old_rule_note(s: dict, size: str) -> str:
-    floor = s.get("min_seeds")
+def old_rule_note(s, size: str) -> str:
+    """The old rule's sweep (``OldRuleSettings``) in words."""
+    floor = s.min_seeds
     return (f"Seeds strategy (hydra/sweeper=posenc_seeds), the rule before the group sequential design: every row "
-            f"ran {s.get('pilot_seeds')} pilot seeds, then batches of up to {s.get('batch_seeds')} more, planned after "
-            f"each batch for |Δ| = {s.get('effect')} BLEU at {size} against {s.get('baseline')} from the variance of "
-            f"the seeds it had (never the observed Δ), until its plan or max_seeds = {s.get('max_seeds')}"
+            f"ran {s.pilot_seeds} pilot seeds, then batches of up to {s.batch_seeds} more, planned after "
+            f"each batch for |Δ| = {s.effect} BLEU at {size} against {s.baseline} from the variance of "
+            f"the seeds it had (never the observed Δ), until its plan or max_seeds = {s.max_seeds}"
             + (f", and at least min_seeds = {floor}" if floor is not None else "")
             + ". A baseline row runs the seeds of the rows compared with it. "
             + ("Calibrated by simulation, adaptive stop included (results/significance_calibration.md): with a "
@@ -168,10 +173,10 @@ def short_stop(state) -> str:
     """An adaptive row in a few words: ``worse: efficacy at 3 seeds``, ``no evidence: futility at 5
     seeds``, ``no evidence: max_seeds at 10 seeds``, ``going on after 3 seeds``."""
     if not state.stopped:
-        return f"going on after {state.looks[-1]['n']} seeds" if state.looks else "going on"
+        return f"going on after {state.looks[-1].n} seeds" if state.looks else "going on"
     why = (state.why or state.stopped).split(":")[0]
     if " at " not in why and state.looks:   # max_seeds: where it stopped, as efficacy and futility say
-        why += f" at {state.looks[-1]['n']} seeds"
+        why += f" at {state.looks[-1].n} seeds"
     return f"{state.verdict or 'n/a'}: {why}"
 
 
@@ -193,7 +198,7 @@ def apply_decisions(rows, sweep, primary: str = "bleu") -> None:
         after = inference(state, settings)
         look = state.stop_look() if state.stopped else None
         if look is not None:  # the stopping look's Δ, as its CI and its verdict are
-            v["delta_bleu"] = look["delta"]
+            v["delta_bleu"] = look.delta
         v["p_seeds"] = after.get("p_stagewise")   # never the fixed-sample p: this row's seeds were chosen by looks
         v["p_seeds_holm"] = None
         v["delta_median_unbiased"] = after.get("delta_median_unbiased")

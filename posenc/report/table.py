@@ -24,7 +24,7 @@ def build_reports(sweep_dirs, settings: Settings = Settings(), check: bool = Fal
 
 def own_baseline(sweep: Sweep, settings: Settings) -> Settings:
     """The settings with the baseline the sweep's strategy (seeds or tune) decided against, where it has one."""
-    base = sweep.strategy.settings.get("baseline") if sweep.strategy else None
+    base = sweep.strategy.settings.baseline if sweep.strategy else None
     return replace(settings, baseline=parse_baseline(str(base))) if base else settings
 
 

@@ -113,13 +113,13 @@ def tune_table(report):
 def tune_notes(report) -> list:
     state = report.sweep.strategy
     s = state.settings
-    pruner = f"the {s['pruner']} pruner on each epoch's validation loss" if s.get("pruner") else "no pruning"
+    pruner = f"the {s.pruner} pruner on each epoch's validation loss" if s.pruner else "no pruning"
     notes = [f"Tuned rows (hydra/sweeper=posenc_tune): every row of this table was tuned by its own Optuna study "
-             f"(TPE, {s.get('startup_trials')} random trials first, sampler seed {s.get('sampler_seed')}; {pruner}) "
-             f"over {', '.join(state.search_space)}: {s.get('trials')} trials a row, each trained with seed "
-             f"{s.get('trial_seed')} and judged by its validation loss, never by the test split; the scores above are "
+             f"(TPE, {s.startup_trials} random trials first, sampler seed {s.sampler_seed}; {pruner}) "
+             f"over {', '.join(state.search_space)}: {s.trials} trials a row, each trained with seed "
+             f"{s.trial_seed} and judged by its validation loss, never by the test split; the scores above are "
              f"the chosen values' "
-             + (planned_seeds(s) if s.get("seeds_strategy") else f"own seeds (1-{s.get('seeds')}), ")
+             + (planned_seeds(s) if s.seeds_strategy else f"own seeds (1-{s.seeds}), ")
              + "which no trial trained with. "
              + "Trials' cost: cell wall time (GPU hours count each GPU). posenc-table --trials lists every trial."]
     edges = [f"{row.row}: {edge_advice(state, row)}" for row in state.rows if edge_advice(state, row)]
@@ -129,11 +129,13 @@ def tune_notes(report) -> list:
     return notes
 
 
-def planned_seeds(settings: dict) -> str:
-    plan = settings["seeds_strategy"]
-    return (f"own seeds, sized by the seeds strategy (|Δ| = {plan.get('effect')} BLEU against "
-            f"{settings.get('baseline')}, {plan.get('pilot_seeds')} pilot seeds, then a look after every batch of "
-            f"{plan.get('batch_seeds')} up to max_seeds = {plan.get('max_seeds')}; the sequential rows' table "
+def planned_seeds(settings) -> str:
+    """The best values' seeds as the seeds strategy sized them (``TuneStrategySettings.seeds_strategy``)."""
+    plan = settings.seeds_strategy
+    design = getattr(plan, "design", plan)   # an old rule's settings keep pilot and max_seeds themselves
+    return (f"own seeds, sized by the seeds strategy (|Δ| = {plan.effect} BLEU against "
+            f"{settings.baseline}, {design.pilot_seeds} pilot seeds, then a look after every batch of "
+            f"{plan.batch_seeds} up to max_seeds = {design.max_seeds}; the sequential rows' table "
             "says where each stopped), ")
 
 

@@ -156,6 +156,9 @@ class Design:
         return dict(zip(range(self.pilot_seeds, self.max_seeds + 1), table))
 
 
+DESIGN_SETTINGS = tuple(f.name for f in fields(Design))  # a state keeps them flat, beside the strategy's own
+
+
 def design_of(settings: dict) -> Design:
     """The Design a sweep's settings (as its state keeps them) ran; other keys are ignored, and a
     setting the state predates is what it ran then (``OLDER``)."""

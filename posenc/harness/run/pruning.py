@@ -41,7 +41,7 @@ def trial_pruning(sweep_dir: Path, job_dir: Path):
     """The pruning of the trial whose cell is ``job_dir``, or None: no tune strategy, no pruner,
     or a cell its state does not name as a trial."""
     state = read_state(sweep_dir) if sweep_dir else None
-    name = state.settings.get("pruner") if state else None
+    name = getattr(state.settings, "pruner", None) if state else None  # a seeds state has no pruner
     if not name:  # no adaptive sweep, a seeds strategy's, or no pruner
         return None
     try:
@@ -51,7 +51,8 @@ def trial_pruning(sweep_dir: Path, job_dir: Path):
     entry = state.trial(mine)
     if entry is None:
         return None
-    settings = state.settings
-    the_pruner = study.pruner(name, settings.get("prune_from_epoch", 1), settings.get("pruner_startup_trials", 2))
+    settings = state.settings   # a state from before a pruner setting existed ran its value then
+    the_pruner = study.pruner(name, 1 if settings.prune_from_epoch is None else settings.prune_from_epoch,
+                              2 if settings.pruner_startup_trials is None else settings.pruner_startup_trials)
     trial = study.trial_handle(sweep_dir, entry.study, entry.number, the_pruner)
     return TrialPruning(trial, name, trial.study)

@@ -49,7 +49,6 @@ SeedsSweeperConf = make_dataclass("SeedsSweeperConf", [
     ("min_seeds", Any, field(default=None)),  # the replaced rule's floor: kept only to refuse it in one line
 ], bases=(SeedsStrategyConf,))
 SEEDS_SETTINGS = tuple(f.name for f in fields(SeedsStrategyConf))
-DESIGN_SETTINGS = tuple(f.name for f in fields(Design))
 
 
 @dataclass

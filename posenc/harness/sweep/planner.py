@@ -16,12 +16,12 @@ against it.
 """
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 from posenc.cells.record import is_ok
 from posenc.cells.rows import baseline_of, row_name, varying
-from posenc.cells.strategy import SeedsRow, SeedsState, StateCell
-from posenc.harness.sweep.config import DESIGN_SETTINGS, SEEDS_SETTINGS, seeds_settings
+from posenc.cells.strategy import SeedsRow, SeedsSettings, SeedsState, StateCell
+from posenc.harness.sweep.config import SEEDS_SETTINGS, seeds_settings
 from posenc.report.rows import Settings, baselines, parse_baseline
 from posenc.report.table import reports_of
 from posenc.stats import sequential
@@ -39,69 +39,49 @@ class StrategyError(ValueError):
     """Settings or a command the strategy cannot run; one line."""
 
 
-@dataclass(frozen=True)
-class SeedsSettings:
-    """The strategy's settings: the design (its thresholds fixed before the pilot) and what the
-    strategy adds (SeedsPlanConf)."""
-    design: sequential.Design
-    effect: float
-    test_size: object
-    baseline: str
-    batch_seeds: int
-
-    @classmethod
-    def of(cls, given: dict) -> "SeedsSettings":
-        s = seeds_settings(given)
-        return cls(sequential.Design(**{k: s[k] for k in DESIGN_SETTINGS}), s["effect"], s["test_size"],
-                   s["baseline"], s["batch_seeds"])
-
-    def problem(self) -> str:
-        """What is wrong, in one line naming the value and what is allowed, or ""."""
-        for name in ("pilot_seeds", "max_seeds"):  # before the design's own checks, which compare them
-            value = getattr(self.design, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                return f"{name}={value!r} is not allowed; allowed: a whole number >= 2"
-        problem = self.design.problem()
-        if problem:
-            return problem
-        if isinstance(self.batch_seeds, bool) or not isinstance(self.batch_seeds, int) or self.batch_seeds < 1:
-            return f"batch_seeds={self.batch_seeds!r} is not allowed; allowed: a whole number >= 1"
-        try:
-            effect = float(self.effect)
-        except (TypeError, ValueError):
-            effect = -1.0
-        if not effect > 0 or isinstance(self.effect, bool):
-            return f"effect={self.effect!r} is not allowed; allowed: a BLEU difference > 0"
-        if self.test_size is not None and (isinstance(self.test_size, bool) or not isinstance(self.test_size, int)
-                                           or self.test_size < 1):
-            return (f"test_size={self.test_size!r} is not allowed; "
-                    "allowed: null (the sweep's own test set) or a number of sentences >= 1")
-        try:
-            parse_baseline(str(self.baseline))
-        except ValueError as err:
-            return f"baseline: {err}"
-        return ""
-
-    def as_state(self) -> dict:
-        """The settings as the state keeps them (flat, as they are set)."""
-        return {**{k: getattr(self.design, k) for k in DESIGN_SETTINGS}, "effect": float(self.effect),
-                "test_size": self.test_size, "baseline": str(self.baseline), "batch_seeds": self.batch_seeds}
+def settings_problem(settings: SeedsSettings) -> str:
+    """What is wrong with the settings, in one line naming the value and what is allowed, or ""."""
+    for name in ("pilot_seeds", "max_seeds"):  # before the design's own checks, which compare them
+        value = getattr(settings.design, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return f"{name}={value!r} is not allowed; allowed: a whole number >= 2"
+    problem = settings.design.problem()
+    if problem:
+        return problem
+    batch = settings.batch_seeds
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        return f"batch_seeds={batch!r} is not allowed; allowed: a whole number >= 1"
+    try:
+        effect = float(settings.effect)
+    except (TypeError, ValueError):
+        effect = -1.0
+    if not effect > 0 or isinstance(settings.effect, bool):
+        return f"effect={settings.effect!r} is not allowed; allowed: a BLEU difference > 0"
+    size = settings.test_size
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        return (f"test_size={size!r} is not allowed; "
+                "allowed: null (the sweep's own test set) or a number of sentences >= 1")
+    try:
+        parse_baseline(str(settings.baseline))
+    except ValueError as err:
+        return f"baseline: {err}"
+    return ""
 
 
 def checked_settings(given: dict) -> SeedsSettings:
-    """``SeedsSettings`` of the settings given; StrategyError naming the first bad one."""
-    settings = SeedsSettings.of(given)
-    problem = settings.problem()
+    """``SeedsSettings`` of the settings given over the defaults; StrategyError naming the first bad one."""
+    settings = SeedsSettings.of(seeds_settings(given))
+    problem = settings_problem(settings)
     if problem:
         raise StrategyError(f"hydra.sweeper.{problem}")
     return settings
 
 
-def report_settings(settings: dict) -> Settings:
-    """The report's settings for a seeds strategy's settings (as its state keeps them): the table,
-    its power section and every look use the strategy's baseline, effect and test size."""
-    return Settings(baseline=parse_baseline(settings["baseline"]), power=True, effect=float(settings["effect"]),
-                    test_size=settings.get("test_size"))
+def report_settings(settings) -> Settings:
+    """The report's settings for a seeds strategy's settings (``SeedsSettings``, or an old rule's):
+    the table, its power section and every look use the strategy's baseline, effect and test size."""
+    return Settings(baseline=parse_baseline(str(settings.baseline)), power=True, effect=float(settings.effect),
+                    test_size=settings.test_size)
 
 
 @dataclass(frozen=True)
@@ -139,7 +119,7 @@ class SeedsPlanner:
 
     def __init__(self, settings: SeedsSettings, rows: list, name, before: SeedsState = None):
         self.settings, self.rows, self.name = settings, rows, name
-        self.report_settings = report_settings(settings.as_state())
+        self.report_settings = report_settings(settings)
         if before is not None:
             self.resume(before)
 
@@ -168,10 +148,10 @@ class SeedsPlanner:
             raise StrategyError("this sweep directory was started by the seeds strategy's old rule (min_seeds, "
                                 "plans from the seeds' spread); allowed: a new hydra.sweep.dir for the group "
                                 "sequential design")
-        for key in DESIGN_SETTINGS:  # a state that predates a setting ran what OLDER says
-            was, now = before.settings.get(key, sequential.OLDER.get(key)), getattr(self.settings.design, key)
+        for key in sequential.DESIGN_SETTINGS:  # a state that predates a setting ran what OLDER says
+            was, now = getattr(before.settings.design, key), getattr(self.settings.design, key)
             if was != now:
-                why = sequential.OLDER_WHY.get(key) if key not in before.settings else None
+                why = sequential.OLDER_WHY.get(key) if key in before.settings.predates else None
                 older = f" ({why})" if why else ""
                 raise StrategyError(f"hydra.sweeper.{key}={now!r} differs from {was!r}, with which this sweep started"
                                     f"{older} (its thresholds depend on it); allowed: {key}={was!r}, or a new "
@@ -253,8 +233,8 @@ class SeedsPlanner:
                 d = decisions.get(r.label)
                 if d is None or r.label in frozen or not r.state.looks:
                     continue
-                at = next(i for i, x in enumerate(r.state.looks) if x["n"] == d.look.n)
-                r.state.looks[at] = asdict(d.look)  # the look as judged: its threshold and conditional power
+                at = next(i for i, x in enumerate(r.state.looks) if x.n == d.look.n)
+                r.state.looks[at] = d.look  # the look as judged: its threshold and conditional power
                 r.state.stopped, r.state.why, r.state.verdict = d.stopped, d.why, d.verdict
                 r.state.stop_n = d.look.n if d.stopped else None  # the one look the table and the summary show
                 r.state.ci, r.state.level = (list(d.ci), d.level) if d.stopped else (None, None)
@@ -263,13 +243,13 @@ class SeedsPlanner:
         """The row's look at its paired seeds, if it has more than at its last look (the pilot at
         least); a row its report cannot test stops as untestable. ``level``: its family's α/m."""
         design = self.settings.design
-        n, last = len(self.looked_at(row)), (row.state.looks[-1]["n"] if row.state.looks else 0)
+        n, last = len(self.looked_at(row)), (row.state.looks[-1].n if row.state.looks else 0)
         if n < design.pilot_seeds or n <= last:
             return
         if not hasattr(test, "delta"):
             row.state.stopped, row.state.why = UNTESTABLE, test or "no comparison with its baseline"
             return
-        row.state.looks.append(asdict(sequential.Look.of(test)))
+        row.state.looks.append(sequential.Look.of(test))
         if len(row.state.looks) == 1:
             row.state.unreachable = unreachable(test, design, float(self.settings.effect), level)
 
@@ -323,7 +303,7 @@ class SeedsPlanner:
         """The plan as it stands: every cell a row has finished or this run launched, each row's looks and stop."""
         cells = [StateCell(self.dirname(row, s), row.overrides + [f"{SEED}={s}"])
                  for row in self.rows for s in sorted(set(row.state.seeds) | row.tried)]
-        return SeedsState(self.settings.as_state(), [row.state for row in self.rows], cells)
+        return SeedsState(self.settings, [row.state for row in self.rows], cells)
 
 
 def family_change(before: SeedsState, settings: SeedsSettings, rows: list) -> str:
@@ -344,10 +324,10 @@ def family_change(before: SeedsState, settings: SeedsSettings, rows: list) -> st
     changes += [f"row {label} dropped" for label in dropped if label not in added]
     changes += [f"row {label} added" for label in added if label not in dropped]
     given = before.settings
-    if str(given.get("baseline")) != str(settings.baseline):
-        changes.append(f"hydra.sweeper.baseline={settings.baseline} differs from {given.get('baseline')}")
-    if given.get("effect") is not None and float(given["effect"]) != float(settings.effect):
-        changes.append(f"hydra.sweeper.effect={float(settings.effect):g} differs from {float(given['effect']):g}")
+    if str(given.baseline) != str(settings.baseline):
+        changes.append(f"hydra.sweeper.baseline={settings.baseline} differs from {given.baseline}")
+    if given.effect is not None and float(given.effect) != float(settings.effect):
+        changes.append(f"hydra.sweeper.effect={float(settings.effect):g} differs from {float(given.effect):g}")
     return "; ".join(changes)
 
 
@@ -363,7 +343,7 @@ def decision_of(row: SeedsRow):
     """A stopped row's frozen decision, as the design returned it; a row stopped by the sweeper
     (untestable, failed cells) as a non-rejection."""
     look = row.stop_look()
-    look = sequential.Look(0, math.nan, math.nan, math.nan, math.nan) if look is None else sequential.Look.coerce(look)
+    look = sequential.Look(0, math.nan, math.nan, math.nan, math.nan) if look is None else look
     return sequential.Decision(row.stopped, row.why, row.verdict or NO_EVIDENCE, look,
                                tuple(row.ci) if row.ci else (math.nan, math.nan),
                                math.nan if row.level is None else row.level)

@@ -30,7 +30,7 @@ def report_settings(state):
     seeds = state.seeds_settings()
     if seeds:
         return seeds_report_settings(seeds)
-    return replace(SWEEP_END, baseline=parse_baseline(state.settings["baseline"]))
+    return replace(SWEEP_END, baseline=parse_baseline(str(state.settings.baseline)))
 
 
 class SweepReport(Callback):

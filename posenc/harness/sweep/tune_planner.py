@@ -17,7 +17,16 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from posenc.cells.record import Record, is_failed, is_ok, is_pruned
-from posenc.cells.strategy import TUNE_FILE, SeedsRow, SeedsState, StateCell, Trial, TuneRow, TuneState
+from posenc.cells.strategy import (
+    TUNE_FILE,
+    SeedsRow,
+    SeedsState,
+    StateCell,
+    Trial,
+    TuneRow,
+    TuneState,
+    TuneStrategySettings,
+)
 from posenc.harness import study as studies
 from posenc.harness.sweep.config import SEEDS_SETTINGS
 from posenc.harness.sweep.planner import (
@@ -132,11 +141,11 @@ class TuneSettings:
                                 f"allowed: null or a dict of {', '.join(sorted(allowed))}")
         return checked_settings({**settings, "baseline": self.baseline})
 
-    def as_state(self) -> dict:
+    def as_state(self) -> TuneStrategySettings:
         """The settings as the state keeps them."""
-        seeds_strategy = None if self.seeds_strategy is None else self.planner_settings().as_state()
-        return {**self.counts, "sampler_seed": self.sampler_seed, "trial_seed": self.trial_seed,
-                "pruner": self.pruner, "baseline": str(self.baseline), "seeds_strategy": seeds_strategy}
+        seeds_strategy = None if self.seeds_strategy is None else self.planner_settings()
+        return TuneStrategySettings(**self.counts, sampler_seed=self.sampler_seed, trial_seed=self.trial_seed,
+                                    pruner=self.pruner, baseline=str(self.baseline), seeds_strategy=seeds_strategy)
 
 
 class TunePlanner:
@@ -249,8 +258,8 @@ class TunePlanner:
         grid = {id(self.planned[row.row]): row.overrides for row in self.tuned}  # the rows' own values
         link_baselines(list(self.planned.values()), base_key, base_value, grid=lambda state: grid[id(state)])
         before = None
-        if isinstance(self.before, TuneState) and self.before.settings.get("seeds_strategy"):
-            before = SeedsState(self.before.settings["seeds_strategy"],
+        if isinstance(self.before, TuneState) and self.before.settings.seeds_strategy:
+            before = SeedsState(self.before.settings.seeds_strategy,
                                 [r.plan for r in self.before.rows if r.plan is not None], [])
         return SeedsPlanner(settings, list(self.planned.values()), self.name, before)
 
