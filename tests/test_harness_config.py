@@ -14,7 +14,7 @@ from posenc.harness.cell.resolve import resolve_cell
 from posenc.harness.cell.spec import cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.kinds import grid_skip_reason
-from project import CONF, compose_cell, compose_cfg
+from project import CONF, cell_of, compose_cell, compose_cfg
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
@@ -139,7 +139,7 @@ def test_the_vaswani_schedule_ends_after_the_papers_100k_updates_unless_a_budget
     cfg = compose_cfg("paths.cache_dir=/no/cache", "model=transformer_base", "budget=paper")
     args = cfg.optim.args
     assert (args.adam_betas, args.adam_eps, args.warmup_updates) == ("(0.9, 0.98)", 1e-9, 4000)
-    argv = train_command("bin", "ckpt", resolve_cell(cfg).checked())
+    argv = train_command("bin", "ckpt", cell_of(resolve_cell(cfg)))
     assert argv[argv.index("--max-update") + 1] == "100000"
     assert run_length(compose_cfg("model=transformer_base", "budget=smoke")) == RunLength(1, 20)
 
@@ -178,7 +178,7 @@ def test_placement_maps_to_the_side_flags(placement, expected):
     cfg = compose_cfg("paths.cache_dir=/no/cache", f"placement={placement}")
     spec, _ = cell_spec(cfg)
     assert (spec.encoder_pos, spec.decoder_pos) == expected
-    argv = train_command("bin", "ckpt", resolve_cell(cfg).checked())
+    argv = train_command("bin", "ckpt", cell_of(resolve_cell(cfg)))
     i = argv.index("--encoder-pos")
     assert argv[i:i + 4] == ["--encoder-pos", expected[0], "--decoder-pos", expected[1]]
     assert argv[argv.index("--seed") + 1] == "1"
@@ -202,7 +202,7 @@ def test_bad_cells_are_refused_with_the_allowed_values(overrides, message):
 @pytest.mark.parametrize("pe", ["alibi", "t5"])
 def test_attention_bias_kinds_reach_the_transformer_flags(pe):
     cfg = compose_cfg("paths.cache_dir=/no/cache", "model=transformer_small", f"pe={pe}", "placement=source")
-    argv = train_command("bin", "ckpt", resolve_cell(cfg).checked())
+    argv = train_command("bin", "ckpt", cell_of(resolve_cell(cfg)))
     i = argv.index("--encoder-pos")
     assert argv[i:i + 4] == ["--encoder-pos", pe, "--decoder-pos", "none"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from posenc.harness.cell.environment import ALWAYS
-from project import BIN, compose_cfg, posenc_run
+from project import BIN, cell_of, compose_cfg, posenc_run
 
 # The user's file the docs show (examples/my_kinds.py): a learned table added at half strength,
 # registered as "halftable", importing posenc.kinds and torch only.
@@ -130,7 +130,7 @@ def test_a_cell_reads_and_hashes_its_kinds_file_once(tmp_path, monkeypatch, skip
                       f"skip_impossible={skip_impossible}", hydra=False)
     with registry_kept():
         monkeypatch.setattr(Path, "read_bytes", counted)
-        cell = resolve_cell(cfg).checked()
+        cell = cell_of(resolve_cell(cfg))
         assert len(reads) == 1, reads
         monkeypatch.undo()
         assert cell.hashes == cell_hashes(cfg)   # cfg alone: the file read and hashed again here

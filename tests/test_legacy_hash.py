@@ -23,7 +23,7 @@ from posenc.harness.hashing import (
 from posenc.harness.run import resume
 from posenc.harness.run.lifecycle import finished_result
 from posenc.kinds import find_kind
-from project import compose_cfg
+from project import cell_of, compose_cfg
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
@@ -74,7 +74,7 @@ def old_cell(tmp_path, config, training):
 def test_an_old_finished_cell_is_kept_and_its_hashes_brought_up_to_date(tmp_path):
     overrides, config, training = RECORDED[0]
     cfg, job = compose_cfg("paths.cache_dir=/no/cache", *overrides), old_cell(tmp_path, *RECORDED[0][1:])
-    cell = resolve_cell(cfg).checked()
+    cell = cell_of(resolve_cell(cfg))
     assert finished_result(job, cell).bleu == 88.0
     assert json.loads((job / RESULT_FILE).read_text())["config_hash"] == config_hash(cfg)
     plan = resume.plan(job, cell)
@@ -87,7 +87,7 @@ def test_an_old_cell_with_another_configuration_is_run_again(tmp_path):
     overrides, _, _ = RECORDED[0]
     cfg = compose_cfg("paths.cache_dir=/no/cache", *overrides, "optim.args.lr=0.001")
     job = old_cell(tmp_path, *RECORDED[0][1:])
-    cell = resolve_cell(cfg).checked()
+    cell = cell_of(resolve_cell(cfg))
     assert finished_result(job, cell) is None
     assert resume.plan(job, cell).action == "fresh" and not (job / CHECKPOINTS).exists()
 

@@ -16,7 +16,7 @@ from posenc.harness.cell.precision import check_gpu_settings, check_hardware
 from posenc.harness.cell.resolve import resolve_cell
 from posenc.harness.errors import ConfigError
 from posenc.harness.launch.parallel import concurrent_cells, gpu_slots, thread_share, threads_env, visible_gpus
-from project import REPO, compose_cell, compose_cfg
+from project import REPO, cell_of, compose_cell, compose_cfg
 
 BIN = Path(sys.executable).parent
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")
 
 
 def commands(*overrides):
-    cell = resolve_cell(compose_cfg("paths.cache_dir=/no/cache", *overrides)).checked()
+    cell = cell_of(resolve_cell(compose_cfg("paths.cache_dir=/no/cache", *overrides)))
     return (train_command("bin", "ckpt", cell),
             generate_command("bin", "ckpt/checkpoint_best.pt", "test", "", cell))
 

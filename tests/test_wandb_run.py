@@ -55,7 +55,7 @@ def compose_cfg(*overrides, hydra=False):
 
 
 def compose_cell(*overrides):
-    return resolve_cell(compose_cfg(*overrides)).checked()
+    return project.cell_of(resolve_cell(compose_cfg(*overrides)))
 
 
 def cell_record(cell, job_dir, **scores):
@@ -166,7 +166,7 @@ def test_wandb_variables_win_over_the_config(tmp_path, monkeypatch):
     assert "project" not in kwargs and "mode" not in kwargs and "entity" not in kwargs and \
         kwargs["dir"] == str(tmp_path)
     job_dir = tmp_path / "sweep" / "seed=1"
-    cell = resolve_cell(cfg).checked()
+    cell = project.cell_of(resolve_cell(cfg))
     run_cell_through_wandb(cell, job_dir, cell_record(cell, job_dir, status="ok", bleu=1.0))
     run = next(iter(offline_runs(tmp_path / "sweep" / "wandb").values()))
     assert run.project == "from-env"  # and logger.mode=online did not beat WANDB_MODE=offline: the run is offline

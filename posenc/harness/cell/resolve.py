@@ -92,14 +92,6 @@ class Resolved:
     skipped: str = ""
     refused: ConfigError = None
 
-    def checked(self) -> ResolvedCell:
-        """The cell, or its refusal raised (``ConfigError``). A cell skipped by design has none:
-        its job ends before asking (``posenc.harness.app``)."""
-        if self.refused is not None:
-            raise self.refused
-        if self.cell is None:
-            raise RuntimeError(f"no cell to run: skipped by design ({self.skipped})")
-        return self.cell
 
 
 def resolve_cell(cfg) -> Resolved:
