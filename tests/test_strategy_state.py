@@ -50,7 +50,7 @@ def test_a_state_from_before_a_design_setting_ran_what_older_says_and_knows_it()
     flat = {k: v for k, v in SETTINGS.items() if k != "statistic"}
     settings = SeedsSettings.of(flat)
     assert settings.design.statistic == OLDER["statistic"] and settings.predates == {"statistic"}
-    assert SeedsSettings.of(SETTINGS).predates == frozenset()
+    assert SeedsSettings.of(SETTINGS).predates == frozenset() and settings.as_state() == flat  # read, written: the same
 
 
 def test_an_old_rules_state_has_old_rule_settings(tmp_path):

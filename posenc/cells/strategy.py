@@ -50,8 +50,9 @@ class SeedsSettings:
                    flat.get("batch_seeds"), frozenset(k for k in DESIGN_SETTINGS if k not in flat))
 
     def as_state(self) -> dict:
-        """The settings as the state keeps them (flat, as they are set)."""
-        return {**{k: getattr(self.design, k) for k in DESIGN_SETTINGS}, "effect": float(self.effect),
+        """The settings as the state keeps them (flat, as they are set; a setting it predates stays out)."""
+        return {**{k: getattr(self.design, k) for k in DESIGN_SETTINGS if k not in self.predates},
+                "effect": float(self.effect),
                 "test_size": self.test_size, "baseline": str(self.baseline), "batch_seeds": self.batch_seeds}
 
 
