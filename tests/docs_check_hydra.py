@@ -11,7 +11,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from posenc.harness.cell.spec import cell_spec, check_possible
+from posenc.harness.config.spec import cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.harness.presets import experiment_as_override
 from project import REPO, compose_cfg, hidden_fairseq_config_store

@@ -61,5 +61,5 @@ def cell_of(resolved):
 def compose_cell(*overrides):
     """The ``ResolvedCell`` of the root config with ``overrides``, as posenc-run resolves it (the
     corpus cache named, since its default is Hydra's runtime cwd, which only a running job has)."""
-    from posenc.harness.cell.resolve import resolve_cell
+    from posenc.harness.config.resolve import resolve_cell
     return cell_of(resolve_cell(compose_cfg("paths.cache_dir=/no/cache", *overrides)))

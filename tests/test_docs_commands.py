@@ -57,7 +57,7 @@ frobnicate --all
 
 Prose may quote a tool in part (`posenc-table --format csv`, `posenc-pe bases`) but not wrongly
 (`posenc-table --colour`, `posenc-table SWEEP [--format md|xml]`), and the files it names exist
-(`tests/conftest.py`, `posenc/harness/cell/spec.py`, `tests/hydra_helpers.py`, `hydra_helpers.py`),
+(`tests/conftest.py`, `posenc/harness/config/spec.py`, `tests/hydra_helpers.py`, `hydra_helpers.py`),
 unless the tools write them (`results/table4/placement=both,seed=1/`).
 """
 

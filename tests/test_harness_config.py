@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from posenc.harness.cell.commands import flags, train_command
-from posenc.harness.cell.limits import RunLength, run_length
-from posenc.harness.cell.resolve import resolve_cell
-from posenc.harness.cell.spec import cell_spec, check_possible
+from posenc.harness.config.commands import flags, train_command
+from posenc.harness.config.limits import RunLength, run_length
+from posenc.harness.config.resolve import resolve_cell
+from posenc.harness.config.spec import cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.kinds import grid_skip_reason
 from project import CONF, cell_of, compose_cell, compose_cfg
@@ -275,7 +275,7 @@ def test_cli_refuses_bad_values_without_a_traceback(tmp_path, args, expected):
 
 
 def test_logger_is_checked_up_front():
-    from posenc.harness.cell.logger import check_logger
+    from posenc.harness.config.logger import check_logger
     check_logger(compose_cfg().logger)
     check_logger(compose_cfg("logger=wandb").logger)  # wandb is a main dependency (make setup)
     bad = compose_cfg("logger=wandb")

@@ -6,7 +6,7 @@ the same). A module may import its own floor and the ones below, never one above
 
 1. base: ``errors.py`` (``ConfigError``), ``hashing.py``, ``study.py``, ``fairseq_logs.py`` (reading
    fairseq's log lines, which both running a cell and tracking it stand on);
-2. ``cell/``: the config resolved once into a ``ResolvedCell``, every refusal (the logger's too);
+2. ``config/``: the config resolved once into a ``ResolvedCell``, every refusal (the logger's too);
 3. ``tracking/``: what a user watches (progress lines, W&B runs), given a ``ResolvedCell``;
 4. ``run/``: running a cell (the lifecycle, fairseq's children, signals, the lock, the SLURM job it
    runs in, how a job ends), which reports to tracking;
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "posenc" / "harness"
 FLOORS = [
     ("base", ("__init__.py", "errors.py", "hashing.py", "study.py", "fairseq_logs.py", "presets.py")),
-    ("cell", ("cell/",)),
+    ("config", ("config/",)),
     ("tracking", ("tracking/",)),
     ("run", ("run/",)),
     ("launch", ("launch/",)),
@@ -95,11 +95,11 @@ def test_the_floor_rule_catches_an_import_that_runs_up(tmp_path, monkeypatch):
     import shutil
     copy = tmp_path / "posenc" / "harness"
     shutil.copytree(HARNESS, copy)
-    resolve = copy / "cell" / "resolve.py"
+    resolve = copy / "config" / "resolve.py"
     resolve.write_text("from posenc.harness.tracking.wandb_run import cell_summary\n" + resolve.read_text())
     monkeypatch.setattr(__import__(__name__), "HARNESS", copy)
     monkeypatch.setattr(__import__(__name__), "REPO", tmp_path)
-    assert [line.split(" imports ")[0] for line in upward_imports(copy)] == ["posenc/harness/cell/resolve.py:1"]
+    assert [line.split(" imports ")[0] for line in upward_imports(copy)] == ["posenc/harness/config/resolve.py:1"]
 
 
 def test_no_module_below_the_harness_imports_it():
@@ -141,7 +141,7 @@ def test_what_resolve_cell_returns_carries_no_config_node():
     """Nothing smuggles the config past ``resolve_cell``: no field of ``Resolved``, its name or its
     ``ResolvedCell`` is a config node; the corpus's node is parsed there (``ResolvedCell.data``, a ``CorpusConfig``)."""
     from posenc.corpora import CorpusConfig
-    from posenc.harness.cell.resolve import resolve_cell
+    from posenc.harness.config.resolve import resolve_cell
     resolved = resolve_cell(compose_cfg("paths.cache_dir=/no/cache", "logger=wandb", hydra=False))
     assert isinstance(resolved.cell.data, CorpusConfig)
     nodes = []

@@ -17,7 +17,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from posenc import atomic
-from posenc.harness.cell.limits import step_limits
+from posenc.harness.config.limits import step_limits
 from posenc.harness.errors import ConfigError
 from posenc.harness.fairseq_logs import resumed_from, stopped_by, training_summary
 from posenc.harness.hashing import cell_hashes

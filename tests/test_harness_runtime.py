@@ -1,5 +1,5 @@
 """What fairseq's children get from the harness: the user's environment plus exactly the documented
-variables (posenc/harness/cell/environment.py), and commands.sh exporting the same ones."""
+variables (posenc/harness/config/environment.py), and commands.sh exporting the same ones."""
 
 import json
 import os
@@ -11,9 +11,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from posenc.harness.cell import environment
-from posenc.harness.cell.commands import commands_script
-from posenc.harness.cell.environment import ALWAYS, added_environment, thread_count
+from posenc.harness.config import environment
+from posenc.harness.config.commands import commands_script
+from posenc.harness.config.environment import ALWAYS, added_environment, thread_count
 from posenc.harness.errors import ConfigError
 from posenc.harness.run.step import run_step
 from project import compose_cell

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from posenc.cells.record import RUNNING_ERROR
-from posenc.harness.cell.environment import ALWAYS
+from posenc.harness.config.environment import ALWAYS
 from posenc.harness.fairseq_logs import hypotheses_by_id
 from project import summary_line
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from posenc.harness.cell.environment import ALWAYS
+from posenc.harness.config.environment import ALWAYS
 from project import BIN, cell_of, compose_cfg, posenc_run
 
 # The user's file the docs show (examples/my_kinds.py): a learned table added at half strength,
@@ -114,7 +114,7 @@ def test_a_cell_reads_and_hashes_its_kinds_file_once(tmp_path, monkeypatch, skip
     """Resolving a cell loads the user's file once (one read, one digest), and its hashes take that
     digest: the same hashes as hashing the file afresh."""
     from docs_check_hydra import registry_kept
-    from posenc.harness.cell.resolve import resolve_cell
+    from posenc.harness.config.resolve import resolve_cell
     from posenc.harness.hashing import cell_hashes
 
     kinds = tmp_path / "my_kinds.py"

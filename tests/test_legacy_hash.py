@@ -10,7 +10,7 @@ import pytest
 
 from posenc.cells.keys import NOT_TRAINING
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, RESULT_FILE, STATE_FILE
-from posenc.harness.cell.resolve import resolve_cell
+from posenc.harness.config.resolve import resolve_cell
 from posenc.harness.hashing import (
     KIND_REVISIONS,
     before_optim_group,

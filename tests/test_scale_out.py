@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from posenc.harness.cell.commands import generate_command, train_command
-from posenc.harness.cell.precision import check_gpu_settings, check_hardware
-from posenc.harness.cell.resolve import resolve_cell
+from posenc.harness.config.commands import generate_command, train_command
+from posenc.harness.config.precision import check_gpu_settings, check_hardware
+from posenc.harness.config.resolve import resolve_cell
 from posenc.harness.errors import ConfigError
 from posenc.harness.launch.parallel import concurrent_cells, gpu_slots, thread_share, threads_env, visible_gpus
 from project import REPO, cell_of, compose_cell, compose_cfg
@@ -36,7 +36,7 @@ def after(argv, flag):
 
 def test_the_hydra_parent_imports_neither_torch_nor_fairseq_with_these_features():
     code = ("import sys, posenc.harness.app, posenc.harness.tracking.wandb_run, posenc.harness.launch.parallel, "
-            "posenc.harness.cell.precision, wandb, hydra_plugins.hydra_joblib_launcher.joblib_launcher, "
+            "posenc.harness.config.precision, wandb, hydra_plugins.hydra_joblib_launcher.joblib_launcher, "
             "hydra_plugins.hydra_submitit_launcher.submitit_launcher; "
             "from posenc.harness.launch.parallel import machine_cores; machine_cores(); "
             "print(sorted(m for m in ('torch', 'fairseq') if m in sys.modules))")

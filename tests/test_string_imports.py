@@ -33,7 +33,8 @@ def named_modules(path: Path) -> list:
 
 # Named for a child process, never imported here: the program fairseq's training runs as (``python
 # -m``) and the plugin's directory it gets as ``--user-dir``.
-CHILDREN = {("harness/cell/commands.py", "posenc.fairseq_train"), ("harness/cell/commands.py", "posenc.fairseq_plugin")}
+CHILDREN = {("harness/config/commands.py", "posenc.fairseq_train"),
+            ("harness/config/commands.py", "posenc.fairseq_plugin")}
 
 
 def crossings(files, root: Path = POSENC) -> list:

@@ -8,7 +8,7 @@ import pytest
 import project
 from posenc.cells.record import Record
 from posenc.cells.sweep import read_sweep
-from posenc.harness.cell.resolve import resolve_cell
+from posenc.harness.config.resolve import resolve_cell
 from posenc.harness.fairseq_logs import parse_record, wandb_metrics
 from posenc.harness.tracking.wandb_run import (
     group_name,

@@ -14,7 +14,7 @@ from posenc.cells.record import is_interrupted, is_ok
 from posenc.cells.sweep import SweepError, read_sweep
 from posenc.confdir import CONF_DIR
 from posenc.corpora import CorpusError
-from posenc.harness.cell.resolve import Resolved, resolve_cell
+from posenc.harness.config.resolve import Resolved, resolve_cell
 from posenc.harness.errors import ConfigError
 from posenc.harness.launch.parallel import cell_resources
 from posenc.harness.presets import experiment_as_override

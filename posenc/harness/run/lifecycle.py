@@ -1,6 +1,6 @@
 """One cell, end to end: corpus -> fairseq-train -> fairseq-generate -> BLEU -> result.json.
 
-It runs on a ``ResolvedCell`` (``posenc.harness.cell.resolve``), never on the config. A cell
+It runs on a ``ResolvedCell`` (``posenc.harness.config.resolve``), never on the config. A cell
 resumes where it stopped (``posenc.harness.run.resume``), runs under a per-cell lock
 (``posenc.harness.run.lock``) and records a signal to the harness as ``interrupted``
 (``posenc.harness.run.signals``).
@@ -16,9 +16,9 @@ from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.cells import layout
 from posenc.cells.record import TIME_CAP, Record, is_interrupted, is_pruned, new_record
 from posenc.corpora import prepare_corpus
-from posenc.harness.cell.commands import commands_script, generate_command, train_command
-from posenc.harness.cell.environment import child_environment
-from posenc.harness.cell.precision import check_hardware
+from posenc.harness.config.commands import commands_script, generate_command, train_command
+from posenc.harness.config.environment import child_environment
+from posenc.harness.config.precision import check_hardware
 from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
 from posenc.harness.run import resume
 from posenc.harness.run.failures import non_finite_loss
@@ -65,7 +65,7 @@ def finished_result(job_dir: Path, cell):
 
 
 def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, pruning=None, ident=None) -> Ran:
-    """Run (or find finished) one resolved cell (``posenc.harness.cell.resolve``). Anything that
+    """Run (or find finished) one resolved cell (``posenc.harness.config.resolve``). Anything that
     goes wrong in training or decoding is recorded as a failed cell, with a one-line error; a
     signal to the harness is recorded as an interrupted cell; a corpus or machine refusal raises.
     ``env``: what cells side by side get on top of the user's environment (a thread share, their

@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from posenc.harness.cell.environment import child_environment
+from posenc.harness.config.environment import child_environment
 from posenc.harness.run import child
 from posenc.harness.run.failures import exit_reason
 from posenc.harness.run.signals import STOP, StopRequested, deferred
@@ -19,7 +19,7 @@ class StepFailed(RuntimeError):
 def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_line=None, env: dict = None,
              append: bool = False, stop_if=None) -> float:
     """Run ``argv`` in the user's environment with ``env`` (the harness's variables, see
-    ``posenc.harness.cell.environment``) on top, and nothing else; every output line goes to ``log_path``
+    ``posenc.harness.config.environment``) on top, and nothing else; every output line goes to ``log_path``
     (appended to with ``append``) and to ``on_line``. ``stop_if(line)`` may return a reason to stop
     the step (a diverging loss). Returns wall seconds.
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from posenc.cells.layout import PROVENANCE_FILE, RESULT_FILE, TRAIN_LOG
 from posenc.cells.record import is_ok, is_pruned
-from posenc.harness.cell.logger import import_wandb
+from posenc.harness.config.logger import import_wandb
 from posenc.harness.errors import ConfigError
 from posenc.harness.fairseq_logs import parse_record, wandb_metrics
 

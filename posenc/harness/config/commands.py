@@ -79,7 +79,7 @@ def flags(options: dict) -> list:
 # No device probing: fairseq uses a GPU when torch sees one and the CPU otherwise (gpus=0 forces
 # the CPU), and the parent process never has to import torch (seconds per cell) to find out.
 def train_command(bin_dir, save_dir, cell) -> list:
-    """fairseq-train of a resolved cell (``posenc.harness.cell.resolve.ResolvedCell``)."""
+    """fairseq-train of a resolved cell (``posenc.harness.config.resolve.ResolvedCell``)."""
     spec, length = cell.spec, cell.length
     return [
         *train_program(), str(bin_dir),
@@ -131,7 +131,8 @@ def commands_script(job_dir, env: dict, train_argv: list, generate_argvs: dict) 
     sets for them (the rest of the environment is the caller's, as for the harness's own run)."""
     lines = ["#!/usr/bin/env bash",
              "# The fairseq commands of this cell, to rerun it by hand: the same command lines and the same",
-             "# variables the harness set (posenc/harness/cell/environment.py); the rest of the environment is yours.",
+             "# variables the harness set (posenc/harness/config/environment.py); "
+             "the rest of the environment is yours.",
              "set -euo pipefail",
              f"cd {shlex.quote(str(job_dir))}"]
     lines += [f"export {key}={shlex.quote(str(value))}" for key, value in env.items()]

@@ -19,11 +19,11 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from posenc.corpora import CorpusConfig, CorpusError, parse_corpus_config
-from posenc.harness.cell.environment import added_environment
-from posenc.harness.cell.limits import RunLength, StepLimits, run_length, step_limits
-from posenc.harness.cell.logger import check_logger
-from posenc.harness.cell.precision import check_gpu_settings
-from posenc.harness.cell.spec import CellSpec, cell_spec, check_possible
+from posenc.harness.config.environment import added_environment
+from posenc.harness.config.limits import RunLength, StepLimits, run_length, step_limits
+from posenc.harness.config.logger import check_logger
+from posenc.harness.config.precision import check_gpu_settings
+from posenc.harness.config.spec import CellSpec, cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.harness.hashing import Hashes, cell_hashes
 from posenc.kinds import grid_skip_reason

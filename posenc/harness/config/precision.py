@@ -1,7 +1,7 @@
 """GPU settings of a cell: numeric precision (``precision=fp32|fp16|bf16``) and GPUs per cell
 (``gpus=N``), checked before anything runs: on their own when the cell is resolved
 (``check_gpu_settings``), and against the machine once a finished cell is known not to be kept
-(``check_hardware``). The fairseq flags they become, and why, are ``posenc.harness.cell.commands``'s.
+(``check_hardware``). The fairseq flags they become, and why, are ``posenc.harness.config.commands``'s.
 """
 
 import subprocess
