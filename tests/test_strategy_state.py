@@ -9,6 +9,7 @@ import math
 from posenc.cells.strategy import (
     SEEDS_FILE,
     TUNE_FILE,
+    BestTrial,
     OldRuleSettings,
     SeedsSettings,
     TuneStrategySettings,
@@ -68,11 +69,14 @@ def test_a_tune_state_reads_typed_and_writes_back_the_same_file(tmp_path):
                 "seeds_strategy": SETTINGS}
     data = {"strategy": "tune", "settings": settings, "search_space": {"optim.args.lr": {"low": 1e-4, "high": 1e-2}},
             "rows": [{"row": "placement=none", "overrides": ["placement=none"], "study": "placement=none",
-                      "trials": [], "best": None, "seeds": [1, 2, 3], "plan": ROW}],
+                      "trials": [], "best": {"number": 2, "value": 3.1, "values": {"optim.args.lr": "0.002"}},
+                      "seeds": [1, 2, 3], "plan": ROW}],
             "trials": [], "cells": CELLS}
     before = written(tmp_path / TUNE_FILE, data)
     state = read_state(tmp_path)
     assert isinstance(state.settings, TuneStrategySettings) and state.settings.pruner == "median"
+    assert state.rows[0].best == BestTrial(2, 3.1, {"optim.args.lr": "0.002"})
+    assert state.rows[0].best_overrides == ["optim.args.lr=0.002"]
     assert isinstance(state.seeds_settings(), SeedsSettings) and state.seeds_settings().design == Design(**DESIGN)
     assert state.sequential_rows()[0].looks == [Look(**LOOK)]
     write_state(tmp_path, state)

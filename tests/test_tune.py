@@ -224,13 +224,13 @@ def test_a_chosen_value_in_the_outer_5_percent_of_its_range_is_flagged(value, sp
 def test_the_tuned_table_and_the_summary_say_a_value_is_at_the_edge_and_to_widen_the_space():
     from types import SimpleNamespace
 
-    from posenc.cells.strategy import Trial, TuneRow, TuneState, TuneStrategySettings
+    from posenc.cells.strategy import BestTrial, Trial, TuneRow, TuneState, TuneStrategySettings
     from posenc.harness.sweep.summary import strategy_summary
     from posenc.report.tuning import tune_notes
 
     rows = [TuneRow(f"placement={p}", [f"placement={p}"],
                     [Trial(0, f"t{p}", [], {"optim.args.lr": lr}, "COMPLETE", 3.0)],
-                    {"number": 0, "value": 3.0, "values": {"optim.args.lr": lr}}, [1])
+                    BestTrial(0, 3.0, {"optim.args.lr": lr}), [1])
             for p, lr in (("both", "0.0029"), ("none", "0.001"))]
     state = TuneState(TuneStrategySettings(trials=1, seeds=1, baseline="placement=both"),
                       {"optim.args.lr": {"low": 3e-4, "high": 3e-3, "log": True}}, rows, [])

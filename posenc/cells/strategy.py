@@ -205,12 +205,21 @@ class Trial:
                       **{k: v for k, v in data.items() if k in known}})
 
 
+@dataclass(frozen=True)
+class BestTrial:
+    """A row's best trial so far: its number, validation loss and values (key -> the value as its
+    override writes it)."""
+    number: int
+    value: float
+    values: dict
+
+
 @dataclass
 class TuneRow:
     row: str                      # its swept values; also its study's name
     overrides: list
     trials: list = field(default_factory=list)      # Trial
-    best: dict = None             # {"number", "values", "value"} once a trial finished ok
+    best: BestTrial = None        # once a trial finished ok
     seeds: list = field(default_factory=list)       # the best values' seeds launched
     plan: SeedsRow = None         # with seeds_strategy: its seeds' sequential state
 
@@ -221,20 +230,21 @@ class TuneRow:
     @property
     def best_overrides(self) -> list:
         """The overrides of its best trial's values (``optim.args.lr=0.0012``), the row's seeds run with."""
-        return [f"{k}={v}" for k, v in self.best["values"].items()]
+        return [f"{k}={v}" for k, v in self.best.values.items()]
 
     def to_json(self) -> dict:
         out = {"row": self.row, "overrides": self.overrides, "study": self.study,
-               "trials": [asdict(t) for t in self.trials], "best": self.best, "seeds": self.seeds}
+               "trials": [asdict(t) for t in self.trials],
+               "best": None if self.best is None else asdict(self.best), "seeds": self.seeds}
         if self.plan is not None:
             out["plan"] = asdict(self.plan)
         return out
 
     @classmethod
     def of(cls, data: dict) -> "TuneRow":
-        plan = data.get("plan")
+        plan, best = data.get("plan"), data.get("best")
         return cls(data["row"], list(data.get("overrides", [])),
-                   [Trial.of(t, data["row"]) for t in data.get("trials", [])], data.get("best"),
+                   [Trial.of(t, data["row"]) for t in data.get("trials", [])], BestTrial(**best) if best else None,
                    list(data.get("seeds") or []), None if plan is None else SeedsRow.of({"row": data["row"], **plan}))
 
 

@@ -48,7 +48,7 @@ def at_edge(values: dict, space: dict) -> list:
 
 def edge_advice(state, row) -> str:
     """The flag of a tuned row whose chosen values touch their range's edge, with what to do; "" otherwise."""
-    flags = at_edge(row.best["values"], state.search_space) if row.best else []
+    flags = at_edge(row.best.values, state.search_space) if row.best else []
     return ("; ".join(flags) + ": the best value may lie beyond it, widen the search space") if flags else ""
 
 
@@ -85,7 +85,7 @@ def tuned_values(sweep, cells) -> str:
     for row in sweep.strategy.rows:
         if row.best and names & {c.dirname for c in sweep.strategy.cells
                                  if c.overrides[:len(row.overrides)] == row.overrides}:
-            return " ".join(f"{k}={v}" for k, v in row.best["values"].items())
+            return " ".join(f"{k}={v}" for k, v in row.best.values.items())
     return ""
 
 
@@ -98,10 +98,10 @@ def tune_table(report):
     body = []
     for row in state.rows:
         best = row.best
-        chosen = " ".join(f"{k}={v}" for k, v in best["values"].items()) if best else "-"
+        chosen = " ".join(f"{k}={v}" for k, v in best.values.items()) if best else "-"
         if edge_advice(state, row):
             chosen += " (at the edge of its range: widen it)"
-        best_text = f"{best['number']} ({best['value']:.3f})" if best else "no trial finished"
+        best_text = f"{best.number} ({best.value:.3f})" if best else "no trial finished"
         cost = device_hours([records[t.dirname] for t in row.trials if t.dirname in records])
         seeds = str(len(row.seeds))
         if row.plan is not None:  # sized by the seeds strategy: why it stopped

@@ -34,7 +34,7 @@ def tune_summary(state, row) -> str:
     states = [t.state for t in row.trials]
     counts = ", ".join(f"{states.count(state)} {word}" for state, word in
                        (("PRUNED", PRUNED), ("FAIL", FAILED), ("RUNNING", "unfinished")) if state in states)
-    chosen = ("best " + " ".join(f"{k}={v}" for k, v in row.best["values"].items())) if row.best \
+    chosen = ("best " + " ".join(f"{k}={v}" for k, v in row.best.values.items())) if row.best \
         else "no trial finished"
     edge = edge_advice(state, row)
     if edge:

@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 from posenc.cells.record import Record, is_failed, is_ok, is_pruned
 from posenc.cells.strategy import (
     TUNE_FILE,
+    BestTrial,
     SeedsRow,
     SeedsState,
     StateCell,
@@ -219,8 +220,7 @@ class TunePlanner:
             done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))]
             if done:
                 best = min(done, key=lambda t: (t.value, t.number))
-                row.best = {"number": best.number, "value": best.value,
-                            "values": self.trial_cell(row, best.number, best.params).values}
+                row.best = BestTrial(best.number, best.value, self.trial_cell(row, best.number, best.params).values)
 
     def next_trials(self, launched: set) -> list:
         """``[(row, trial), ...]`` to run next: the trials that never finished (a rerun), then
