@@ -74,7 +74,7 @@ class CorpusConfig:
     subwords: SubwordSettings
     joined_dictionary: bool
     filter: FilterSettings
-    workers: int = 1
+    workers: int            # fairseq-preprocess --workers (DataSchema.workers unless the node sets it)
     generator: GeneratorConfig | None = None
     prefixes: dict[str, str] = field(default_factory=dict)  # custom: split -> file prefix
     mirror: str | None = None
