@@ -22,12 +22,22 @@ def compose_cfg(*overrides, hydra=True):
         return compose(config_name="config", overrides=list(overrides), return_hydra_config=hydra)
 
 
+def _posencs(entry) -> bool:
+    return getattr(entry, "provider", "") == "posenc"
+
+
 @contextlib.contextmanager
 def hidden_fairseq_config_store():
     """Hide what fairseq put into Hydra's global ConfigStore when it was imported (its own ``config``
-    schema and groups, which would be composed into ours) for the time of the ``with``."""
+    schema and groups, which would be composed into ours) for the time of the ``with``; Hydra's own
+    entries and posenc's (``hydra_plugins/posenc_config``, provider posenc) stay."""
     repo = ConfigStore.instance().repo
     hidden = {k: repo.pop(k) for k in list(repo) if k not in ("hydra", "_dummy_empty_config_.yaml")}
+    for key, entry in hidden.items():  # posenc's entries, at the top or in a group (data/), back in
+        if isinstance(entry, dict) and any(_posencs(e) for e in entry.values()):
+            repo[key] = {name: e for name, e in entry.items() if _posencs(e)}
+        elif _posencs(entry):
+            repo[key] = entry
     try:
         yield
     finally:

@@ -13,6 +13,7 @@ import pytest
 
 from posenc.corpora import CorpusError, PreparedCorpus, prepare_corpus
 from posenc.corpora.filtering import FilterSettings, filter_pairs
+from project import compose_cfg
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -187,6 +188,7 @@ def test_custom_files_are_filtered_on_train_only_and_read_from_gzip(tmp_path):
     assert prepared.tokenize(prepared.references("test"))[1:] == ['" Quote " - yes', "Line sep"]
 
 
+@pytest.mark.usefixtures("without_fairseq_config_store")  # "unset" composes the project's config
 @pytest.mark.parametrize("case", ["count", "missing", "utf8", "empty", "same_lang",
                                   "same_text", "unset"])
 def test_bad_input_is_refused_with_one_clear_line(tmp_path, case):
@@ -214,10 +216,7 @@ def test_bad_input_is_refused_with_one_clear_line(tmp_path, case):
         _write(tmp_path / "train.en", ["Ein Hund.", "Eine Katze.", "Ein Haus."])
         expected = ["same text on both sides", str(tmp_path / "train.en")]
     else:
-        from omegaconf import OmegaConf
-
-        cfg = OmegaConf.load(REPO / "conf" / "data" / "custom.yaml")
-        cfg.src, cfg.tgt, cfg.valid, cfg.test = "de", "en", "v", "t"
+        cfg = compose_cfg("data=custom", "data.src=de", "data.tgt=en", "data.valid=v", "data.test=t", hydra=False).data
         expected = ["data.train is not set"]
     with pytest.raises(CorpusError) as info:
         prepare_corpus(cfg, tmp_path / "cache", log=lambda _: None)
@@ -241,22 +240,25 @@ def test_unknown_keys_and_values_are_refused():
             prepare_corpus({**synthetic_cfg(), key: "big"}, Path("/nonexistent"))
 
 
+@pytest.mark.usefixtures("without_fairseq_config_store")
 def test_every_data_config_parses(tmp_path):
-    from omegaconf import OmegaConf
-
     from posenc.corpora.config import parse
 
     names = sorted(p.stem for p in (REPO / "conf" / "data").glob("*.yaml"))
     assert names == ["custom", "iwslt14_de_en", "multi30k_de_en", "synthetic",
                      "wmt14_en_de", "wmt16_en_ro"]
+
+    def data(name, *overrides):  # a preset as posenc-run composes it (over posenc_data_schema)
+        return compose_cfg(f"data={name}", *overrides, hydra=False).data
+
     for name in names:
-        node = OmegaConf.load(REPO / "conf" / "data" / f"{name}.yaml")
+        node = data(name, *(("data.train=a", "data.valid=b", "data.test=c", "data.src=de", "data.tgt=en")
+                            if name == "custom" else ()))
         assert node.name == name
-        if name == "custom":
-            node.train, node.valid, node.test, node.src, node.tgt = "a", "b", "c", "de", "en"
         parsed = parse(node)
         assert parsed.src != parsed.tgt
-    iwslt = parse(OmegaConf.load(REPO / "conf" / "data" / "iwslt14_de_en.yaml"))
+    iwslt = parse(data("iwslt14_de_en"))
     assert iwslt.text.lowercase and iwslt.subwords.size == 10000
-    wmt = parse(OmegaConf.load(REPO / "conf" / "data" / "wmt14_en_de.yaml"))
+    assert (iwslt.filter.min_len, iwslt.filter.max_len, iwslt.filter.max_ratio) == (1, 175, 1.5)
+    wmt = parse(data("wmt14_en_de"))
     assert wmt.subwords.size == 40000 and wmt.joined_dictionary and wmt.subwords.joint

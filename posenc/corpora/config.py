@@ -1,9 +1,10 @@
-"""The `data` config node, parsed and checked into one typed object."""
+"""The `data` config node, parsed and checked into one typed object, and the defaults of the keys
+every recipe shares (``DataSchema``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from .errors import CorpusError
@@ -16,12 +17,43 @@ from .validate import check_languages
 
 RECIPE_NAMES = ("synthetic", "custom", "multi30k", "iwslt14", "wmt14_en_de", "wmt16_en_ro")
 
-_COMMON_KEYS = {
-    "name", "recipe", "src", "tgt", "tokenizer", "normalize_punct", "lowercase",
-    "aggressive_dash_splits", "subword", "subword_size", "joint_subwords", "joined_dictionary",
-    "filter", "workers", "length_split", "test_long_size",
-    "length_split_by",
-}
+
+@dataclass
+class DataSchema:
+    """The keys every recipe's ``data`` node has, and the one home of their defaults: Hydra's
+    ConfigStore holds them as ``data/posenc_data_schema`` (hydra_plugins/posenc_config), which each
+    packaged data preset lists first in its defaults, stating only what its recipe sets otherwise;
+    ``parse`` takes them for a key a node leaves out (a preset of yours that does not list the
+    schema). The text, subword and filter settings' defaults are their classes' (TextSettings,
+    SubwordSettings, FilterSettings), which the pipeline builds. Every field is typed ``Any``:
+    ``parse`` refuses a bad value itself, in one line naming it. A recipe's own keys (``generator``,
+    ``mirror``, ``train``...) and its own defaults are in its preset (conf/data/)."""
+    name: Any = MISSING            # the preset's name (without it: the recipe's)
+    recipe: Any = MISSING          # RECIPE_NAMES
+    src: Any = MISSING             # language codes
+    tgt: Any = MISSING
+    tokenizer: Any = TextSettings.tokenizer
+    normalize_punct: Any = TextSettings.normalize_punct
+    lowercase: Any = TextSettings.lowercase
+    aggressive_dash_splits: Any = TextSettings.aggressive_dash_splits
+    subword: Any = SubwordSettings.kind
+    subword_size: Any = SubwordSettings.size
+    joint_subwords: Any = SubwordSettings.joint
+    joined_dictionary: Any = False
+    filter: Any = field(default_factory=lambda: asdict(FilterSettings()))
+    workers: Any = 2
+    length_split: Any = None       # the length split (docs/corpora.md#a-length-split): null is none
+    test_long_size: Any = None
+    length_split_by: Any = None    # null: source
+
+
+def data_defaults() -> dict:
+    """``DataSchema``'s defaults as plain data, without the keys that have none (name, recipe, src, tgt)."""
+    return {f.name: (f.default if f.default is not MISSING else f.default_factory())
+            for f in fields(DataSchema) if f.default is not MISSING or f.default_factory is not MISSING}
+
+
+_COMMON_KEYS = {f.name for f in fields(DataSchema)}
 _RECIPE_KEYS = {
     "synthetic": {"generator"},
     "custom": {"train", "valid", "test"},
@@ -42,7 +74,7 @@ class CorpusConfig:
     subwords: SubwordSettings
     joined_dictionary: bool
     filter: FilterSettings
-    workers: int = 1
+    workers: int            # fairseq-preprocess --workers (DataSchema.workers unless the node sets it)
     generator: GeneratorConfig | None = None
     prefixes: dict[str, str] = field(default_factory=dict)  # custom: split -> file prefix
     mirror: str | None = None
@@ -117,6 +149,7 @@ def parse(data_cfg: Any) -> CorpusConfig:
         return data_cfg
     raw = to_plain_dict(data_cfg)
     recipe = _recipe(raw)
+    raw = {**data_defaults(), **raw}
     for key in ("src", "tgt"):
         if raw.get(key) in (None, "???"):
             raise CorpusError(f"data.{key} is not set: give the language code, e.g. data.{key}=de")
@@ -124,17 +157,17 @@ def parse(data_cfg: Any) -> CorpusConfig:
     check_languages(src, tgt)
 
     text = TextSettings(
-        tokenizer=str(raw.get("tokenizer", "moses")),
-        normalize_punct=bool(raw.get("normalize_punct", True)),
-        lowercase=bool(raw.get("lowercase", False)),
-        aggressive_dash_splits=bool(raw.get("aggressive_dash_splits", True)),
+        tokenizer=str(raw["tokenizer"]),
+        normalize_punct=bool(raw["normalize_punct"]),
+        lowercase=bool(raw["lowercase"]),
+        aggressive_dash_splits=bool(raw["aggressive_dash_splits"]),
     )
     subwords = SubwordSettings(
-        kind=str(raw.get("subword", "bpe")),
-        size=_int(raw, "subword_size", 10000),
-        joint=bool(raw.get("joint_subwords", True)),
+        kind=str(raw["subword"]),
+        size=_int(raw, "subword_size"),
+        joint=bool(raw["joint_subwords"]),
     )
-    filter_settings = _build(FilterSettings, raw.get("filter") or {}, "data.filter")
+    filter_settings = _build(FilterSettings, raw["filter"] or {}, "data.filter")
     for part in (text, subwords, filter_settings):
         part.check()
 
@@ -145,13 +178,12 @@ def parse(data_cfg: Any) -> CorpusConfig:
         generator.check()
     elif recipe == "custom":
         prefixes = _custom_prefixes(raw, src, tgt)
-    length_split = parse_length_split(raw.get("length_split"), raw.get("test_long_size"),
-                                      raw.get("length_split_by"))
+    length_split = parse_length_split(raw["length_split"], raw["test_long_size"], raw["length_split_by"])
     if length_split and generator and generator.test_long:
         raise CorpusError(f"data.length_split={length_split.max_tokens}: the synthetic corpus already has a "
                           f"test_long split (data.generator.test_long={generator.test_long}); set "
                           "data.generator.test_long=0 to make it by length instead")
-    workers = _int(raw, "workers", 1)
+    workers = _int(raw, "workers")
     if workers < 1:
         raise CorpusError(f"data.workers={workers}: must be >= 1")
     return CorpusConfig(
@@ -161,7 +193,7 @@ def parse(data_cfg: Any) -> CorpusConfig:
         tgt=tgt,
         text=text,
         subwords=subwords,
-        joined_dictionary=bool(raw.get("joined_dictionary", False)),
+        joined_dictionary=bool(raw["joined_dictionary"]),
         filter=filter_settings,
         workers=workers,
         generator=generator,
@@ -171,9 +203,9 @@ def parse(data_cfg: Any) -> CorpusConfig:
     )
 
 
-def _int(raw: dict, key: str, default: int) -> int:
+def _int(raw: dict, key: str) -> int:
     """``data.<key>`` as a whole number; CorpusError (one line) for anything else."""
-    value = raw.get(key, default)
+    value = raw[key]
     try:
         if isinstance(value, bool):
             raise ValueError(value)

@@ -23,6 +23,7 @@ from posenc.harness.config.environment import added_environment
 from posenc.harness.config.limits import RunLength, StepLimits, run_length, step_limits
 from posenc.harness.config.logger import check_logger
 from posenc.harness.config.precision import check_gpu_settings
+from posenc.harness.config.schema import default
 from posenc.harness.config.spec import CellSpec, cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.harness.hashing import Hashes, cell_hashes
@@ -140,7 +141,7 @@ def _cell(cfg, name: CellName, spec: CellSpec, kinds) -> ResolvedCell:
     environment = {**added_environment(cfg.runtime), **({KINDS_ENV: str(kinds.path)} if kinds else {})}
     limits = step_limits(cfg.budget)
     length = run_length(cfg)  # a run nothing ends is refused before any work
-    trial = cfg.get("trial")
+    trial = cfg.get("trial", default("trial"))
     if trial is not None and (isinstance(trial, bool) or not isinstance(trial, int) or trial < 0):
         raise ConfigError(f"trial={trial!r} is not allowed; allowed: null (a cell scored on test) or a tuning "
                           "trial's number >= 0 (hydra/sweeper=posenc_tune sets it)")
@@ -161,6 +162,6 @@ def _cell(cfg, name: CellName, spec: CellSpec, kinds) -> ResolvedCell:
         save_interval_updates=int(budget.get("save_interval_updates", 0) or 0),
         generation=Generation(gen.beam, gen.batch_size, gen.max_len_a, gen.max_len_b, bool(gen.test_long)),
         data=data, cache_dir=Path(cfg.paths.cache_dir), keep_checkpoints=cfg.keep_checkpoints,
-        redo=bool(cfg.get("redo", False)), logger=logger, hashes=cell_hashes(cfg, kinds),
+        redo=bool(cfg.get("redo", default("redo"))), logger=logger, hashes=cell_hashes(cfg, kinds),
         resolved_config=resolved_config,
         trial=trial)
