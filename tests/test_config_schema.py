@@ -14,7 +14,7 @@ from omegaconf import OmegaConf, open_dict
 from posenc.corpora.config import DataSchema, data_defaults, parse
 from posenc.harness.config.resolve import resolve_cell
 from posenc.harness.config.schema import RootSchema, root_defaults
-from project import CONF, REPO, compose_cfg
+from project import CONF, REPO, cell_of, compose_cfg
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")  # the config is composed here
 
@@ -130,7 +130,7 @@ def test_a_config_without_a_setting_takes_the_schemas_default():
     cfg = compose_cfg("paths.cache_dir=/no/cache", hydra=False)
     with open_dict(cfg):
         del cfg["redo"], cfg["trial"]
-    cell = resolve_cell(cfg).checked()
+    cell = cell_of(resolve_cell(cfg))
     assert (cell.redo, cell.trial) == (RootSchema.redo, RootSchema.trial)
 
 
@@ -162,4 +162,4 @@ def test_a_users_data_preset_composes_and_parses(tmp_path, text):
     assert data.filter.as_dict() == data_defaults()["filter"]
     if text == WITHOUT_SCHEMA:   # Hydra merged nothing into it: the config is the user's as written
         assert "workers" not in cfg.data
-    resolve_cell(cfg).checked()
+    cell_of(resolve_cell(cfg))
