@@ -17,6 +17,7 @@ from sacrebleu.metrics import BLEU
 from posenc.cells.sweep import read_sweep
 from posenc.report.render import delta_cell, p_cell
 from posenc.report.rows import Settings
+from posenc.report.scores import Interval
 from posenc.report.table import report_text, sweep_end_report, table_rows, write_sweep_files
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets, write_cell, write_plan, write_testset
 
@@ -369,10 +370,12 @@ def test_figures_draw_an_interval_that_misses_its_own_centre(sweep, tmp_path):
 
     report = sweep_end_report(read_sweep(sweep))
     for row in report.rows:
-        for centre, interval in (("bleu", "bleu_ci"), ("delta_bleu", "delta_ci")):
-            if row.values.get(centre) is not None:
-                row.values[f"{interval}_low"], row.values[f"{interval}_high"] = (row.values[centre] + 1,
-                                                                                  row.values[centre] + 2)
+        bleu = row.scores.split("test").bleu.mean
+        if bleu is not None:
+            row.scores.bleu_ci = Interval(bleu + 1, bleu + 2, row.scores.bleu_ci.kind)
+        if row.values.get("delta_bleu") is not None:
+            row.values["delta_ci_low"], row.values["delta_ci_high"] = (row.values["delta_bleu"] + 1,
+                                                                       row.values["delta_bleu"] + 2)
     written = write_figures([report], tmp_path)
     for name in (DELTA_FIGURE, BLEU_FIGURE):
         assert (tmp_path / name).stat().st_size > 1000 and tmp_path / name in map(Path, written)

@@ -84,16 +84,22 @@ def verdict_header(report, label: str, metric: str = "bleu", split: str = "test"
     return f"{label} ({'primary' if PRIMARIES[report.settings.primary] == (metric, split) else 'secondary'})"
 
 
-def ci_cell(values: dict) -> str:
-    if values.get("bleu_ci_low") is None:
+def score_text(score) -> str:
+    """A ``scores.MeanSd`` as its cell: ``31.23 ± 0.51``."""
+    return mean_sd_text(score.mean, score.sd)
+
+
+def ci_cell(ci) -> str:
+    """A ``scores.Interval``; † marks a bootstrap over one seed's sentences."""
+    if ci.low is None:
         return "-"
-    mark = "†" if values["bleu_ci_kind"] == "bootstrap" else ""
-    return f"[{values['bleu_ci_low']:.2f}, {values['bleu_ci_high']:.2f}]{mark}"
+    mark = "†" if ci.kind == "bootstrap" else ""
+    return f"[{ci.low:.2f}, {ci.high:.2f}]{mark}"
 
 
-def seeds_ok_cell(values: dict) -> str:
-    capped = len(values.get("time_capped") or [])
-    return f"{values['seeds_ok']} ({capped} time-capped)" if capped else str(values["seeds_ok"])
+def seeds_ok_cell(scores) -> str:
+    capped = len(scores.time_capped)
+    return f"{scores.seeds_ok} ({capped} time-capped)" if capped else str(scores.seeds_ok)
 
 
 def identity_cells(row) -> list:
@@ -113,13 +119,13 @@ def scores_table(report):
                                           "seeds ok", "not ok"]
     body = []
     for row in report.rows:
-        v = row.values
+        v, s = row.values, row.scores
+        test = s.split("test")
         body.append(identity_cells(row) + [
-            number(v.get("paper_delta"), digits=1, signed=True), mean_sd_text(v["valid_ppl"], v["valid_ppl_sd"]),
-            mean_sd_text(v["bleu"], v["bleu_sd"]), ci_cell(v), delta_cell(v), delta_ci_cell(v), p_seeds_cell(v),
-            verdict_cell(v), p_cell(v), mean_sd_text(v.get("chrf"), v.get("chrf_sd")), delta_cell(v, "chrf"),
-            verdict_cell(v, "chrf"), mean_sd_text(v["tok_bleu"], v["tok_bleu_sd"]), seeds_ok_cell(v),
-            str(len(v["not_ok"]))])
+            number(v.get("paper_delta"), digits=1, signed=True), score_text(s.valid_ppl),
+            score_text(test.bleu), ci_cell(s.bleu_ci), delta_cell(v), delta_ci_cell(v), p_seeds_cell(v),
+            verdict_cell(v), p_cell(v), score_text(test.chrf), delta_cell(v, "chrf"),
+            verdict_cell(v, "chrf"), score_text(test.tok_bleu), seeds_ok_cell(s), str(len(s.not_ok))])
     return headers, body
 
 
@@ -129,15 +135,14 @@ def length_table(report):
     headers = identity_headers(report) + [f"BLEU {label}" for label in report.bucket_labels] + ["BLEU (test)"] + long
     body = []
     for row in report.rows:
-        v = row.values
+        v, long = row.values, row.scores.split("test_long")
         cells = identity_cells(row) + [number(v.get(f"bleu_len_{label}")) for label in report.bucket_labels]
-        cells.append(mean_sd_text(v["bleu"], v["bleu_sd"]))
+        cells.append(score_text(row.scores.split("test").bleu))
         if report.has_long:
             long_ = "_test_long"
-            cells += [mean_sd_text(v["bleu_test_long"], v["bleu_test_long_sd"]), delta_cell(v, "bleu", long_),
+            cells += [score_text(long.bleu), delta_cell(v, "bleu", long_),
                       delta_ci_cell(v, "bleu", long_), verdict_cell(v, "bleu", long_), p_cell(v, long_),
-                      mean_sd_text(v.get("chrf_test_long"), v.get("chrf_test_long_sd")),
-                      mean_sd_text(v["tok_bleu_test_long"], v["tok_bleu_test_long_sd"])]
+                      score_text(long.chrf), score_text(long.tok_bleu)]
         body.append(cells)
     return headers, body
 
@@ -373,9 +378,9 @@ def side_by_side(reports):
                 cells += ["-", "-", "not in this sweep"] + (["-"] if has_long else [])
                 continue
             v = row.values
-            cells += [mean_sd_text(v["bleu"], v["bleu_sd"]), delta_cell(v), verdict_cell(v)]
+            cells += [score_text(row.scores.split("test").bleu), delta_cell(v), verdict_cell(v)]
             if has_long:
-                cells.append(mean_sd_text(v.get(field("bleu", "test_long")), v.get("bleu_test_long_sd")))
+                cells.append(score_text(row.scores.split("test_long").bleu))
         body.append(cells)
     return headers, body
 

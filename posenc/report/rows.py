@@ -16,6 +16,7 @@ from posenc.metrics import Scorer, corpus_bleu
 from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import cell_output
 from posenc.report.references import paper_numbers
+from posenc.report.scores import RowScores
 from posenc.report.sequential import apply_decisions, stopped_rows
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS
 from posenc.report.stats import VERDICT_METRICS, plan_value, power_columns, row_scores, significance, verdict_column
@@ -65,7 +66,8 @@ class TableRow:
     cells: list = dc_field(default_factory=list)
     outputs: dict = dc_field(default_factory=dict)    # split -> {seed: Output}
     problems: dict = dc_field(default_factory=dict)   # split -> why an ok cell has no usable output
-    values: dict = dc_field(default_factory=dict)     # the computed columns (see as_dict)
+    scores: RowScores = dc_field(default_factory=RowScores)   # over its seeds (stats.row_scores)
+    values: dict = dc_field(default_factory=dict)     # the other computed columns (see as_dicts)
     comparisons: dict = dc_field(default_factory=dict)   # split -> stats.Comparison with the baseline row
     tests: dict = dc_field(default_factory=dict)      # (metric, split) -> verdict.SeedTest against the baseline
     chrf_by_seed: dict = dc_field(default_factory=dict)   # split -> {seed: chrF++}
@@ -247,7 +249,7 @@ def as_dicts(report: Report) -> list:
         d = {"sweep": row.sweep, **row.identity, "baseline": "=".join(report.settings.baseline)}
         if is_tuned(report.sweep):  # a tune strategy's row: the values its study chose
             d["tuned"] = tuned_values(report.sweep, row.cells)
-        for k, val in row.values.items():
+        for k, val in {**row.scores.columns(), **row.values}.items():
             if isinstance(val, power_mod.SeedsPlan):
                 val = plan_value(val)
             d[k] = "; ".join(map(str, val)) if isinstance(val, list) else val

@@ -13,6 +13,7 @@ import numpy as np
 
 from posenc.cells.record import field, is_ok, status_of, time_capped
 from posenc.metrics import bootstrap_ci, corpus_score
+from posenc.report.scores import Interval, MeanSd, RowScores, SplitScores
 from posenc.report.significance import paired_test
 from posenc.stats import power as power_mod
 from posenc.stats.verdict import holm, seed_test, verdict
@@ -64,36 +65,40 @@ def ci95(values):
 
 
 def row_scores(row, has_long: bool) -> None:
-    """A table row's scores over its seeds: mean and sd of each metric, BLEU's 95% interval (over
-    seeds, or a bootstrap over sentences for one seed), chrF++ per seed, and its seeds' counts."""
-    v = row.values
-    names = ["bleu", "tok_bleu", "valid_ppl"] + (["bleu_test_long", "tok_bleu_test_long"] if has_long else [])
-    for name in names:
-        v[name], v[f"{name}_sd"] = mean_sd(row.seed_values(name).values())
-    bleus = list(row.seed_values("bleu").values())
-    v["bleu_ci_low"] = v["bleu_ci_high"] = None
-    v["bleu_ci_kind"] = ""
-    if len(bleus) >= 2:
-        v["bleu_ci_low"], v["bleu_ci_high"] = ci95(bleus)
-        v["bleu_ci_kind"] = "seeds"
-    elif len(bleus) == 1 and row.outputs["test"]:
-        output = next(iter(row.outputs["test"].values()))
-        v["bleu_ci_low"], v["bleu_ci_high"] = bootstrap_ci(output.stats, output.options, BOOTSTRAP_CI_RESAMPLES)
-        v["bleu_ci_kind"] = "bootstrap"
-    for split in ("test", "test_long") if has_long else ("test",):
+    """A table row's scores over its seeds (``row.scores``): mean and sd of each metric, BLEU's 95%
+    interval (over seeds, or a bootstrap over sentences for one seed), chrF++ per seed, and its
+    seeds' counts."""
+    splits = ("test", "test_long") if has_long else ("test",)
+    chrf = {}
+    for split in splits:
         # chrF++ of each seed: from its output (records older than chrF++ get it here), else as recorded.
         by_seed = {seed: value for seed, value in row.seed_values(field("chrf", split)).items()}
         by_seed.update({seed: corpus_score(o.chrf_array.sum(0), o.chrf_options, "chrf")
                         for seed, o in row.outputs.get(split, {}).items()})
-        v[field("chrf", split)], v[field("chrf", split) + "_sd"] = mean_sd(by_seed.values())
+        chrf[split] = MeanSd(*mean_sd(by_seed.values()))
         row.chrf_by_seed[split] = by_seed
-    v["seeds"] = [c.record.seed for c in row.ok_cells()]
-    v["seeds_ok"] = len(v["seeds"])
-    v["not_ok"] = [f"seed {c.record.seed} {status_of(c.record)}" for c in row.cells
-                   if not is_ok(c.record)]
-    # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
-    # says how far this machine got in that time, not what the configuration reaches.
-    v["time_capped"] = [c.record.seed for c in row.ok_cells() if time_capped(c.record)]
+    def over_seeds(name):
+        return MeanSd(*mean_sd(row.seed_values(name).values()))
+    row.scores = RowScores(
+        splits={split: SplitScores(over_seeds(field("bleu", split)), over_seeds(field("tok_bleu", split)), chrf[split])
+                for split in splits},
+        valid_ppl=over_seeds("valid_ppl"), bleu_ci=bleu_interval(row),
+        seeds=[c.record.seed for c in row.ok_cells()],
+        not_ok=[f"seed {c.record.seed} {status_of(c.record)}" for c in row.cells if not is_ok(c.record)],
+        # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
+        # says how far this machine got in that time, not what the configuration reaches.
+        time_capped=[c.record.seed for c in row.ok_cells() if time_capped(c.record)])
+
+
+def bleu_interval(row) -> Interval:
+    """BLEU's 95% interval on test: over seeds from two, else a bootstrap over one seed's sentences."""
+    bleus = list(row.seed_values("bleu").values())
+    if len(bleus) >= 2:
+        return Interval(*ci95(bleus), "seeds")
+    if len(bleus) == 1 and row.outputs["test"]:
+        output = next(iter(row.outputs["test"].values()))
+        return Interval(*bootstrap_ci(output.stats, output.options, BOOTSTRAP_CI_RESAMPLES), "bootstrap")
+    return Interval()
 
 
 @dataclass
