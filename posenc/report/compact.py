@@ -57,18 +57,18 @@ def label_style(report, body) -> str:
     return "values"
 
 
-def verdict_text(values: dict, state) -> str:
+def verdict_text(row, state) -> str:
     """BLEU's own verdict, ``n/a`` reasons without their parenthesis; an adaptive row's stop."""
     if state is not None:
         return short_stop(state)
-    text = verdict_cell(values)
+    text = verdict_cell(row)
     return text.split(" (")[0] if text.startswith("n/a") else text
 
 
-def delta_text(values: dict, baseline: bool) -> str:
+def delta_text(row, baseline: bool) -> str:
     if baseline:
         return "baseline"
-    delta, ci = delta_cell(values), delta_ci_cell(values)
+    delta, ci = delta_cell(row), delta_ci_cell(row)
     return delta if ci == "-" else f"{delta} {ci}"
 
 
@@ -84,10 +84,9 @@ def compact_rows(report) -> tuple:
     states = adaptive_states(report.rows, report.sweep)
     body = []
     for label, row in zip(row_labels(report), report.rows):
-        v = row.values
-        baseline = v.get("p_note") == "baseline"
-        body.append([label, score_text(row.scores.split("test").bleu), delta_text(v, baseline),
-                     "baseline" if baseline else verdict_text(v, states.get(id(row))), seeds_text(row.scores)])
+        baseline = row.comparisons["test"].p_note == "baseline"
+        body.append([label, score_text(row.scores.split("test").bleu), delta_text(row, baseline),
+                     "baseline" if baseline else verdict_text(row, states.get(id(row))), seeds_text(row.scores)])
     style = label_style(report, body) if body else "keys"
     for cells, label in zip(body, row_labels(report, style)):
         cells[0] = label

@@ -52,7 +52,7 @@ def _label(key, value):
 
 def _stars(ax, xs, ys, rows):
     for x, y, r in zip(xs, ys, rows):
-        if decided(r.values):
+        if decided(r):
             ax.annotate("*", (x, y), textcoords="offset points", xytext=(6, 4))
 
 
@@ -62,15 +62,15 @@ def delta_figure(reports):
     found = panels(reports)
     fig, axes = _grid(len(found))
     for ax, (title, rows, report, key) in zip(axes, found):
-        rows = [r for r in rows if r.values.get("p_note") != "baseline"]
+        rows = [r for r in rows if r.comparisons["test"].p_note != "baseline"]
         xs = list(range(len(rows)))
-        deltas = [r.values["delta_bleu"] if r.values.get("delta_bleu") is not None else math.nan for r in rows]
-        cis = [(r.values.get("delta_ci_low"), r.values.get("delta_ci_high")) for r in rows]
+        deltas = [math.nan if (d := r.comparisons["test"].delta_bleu) is None else d for r in rows]
+        cis = [(r.verdicts[("bleu", "test")].delta_ci_low, r.verdicts[("bleu", "test")].delta_ci_high) for r in rows]
         ax.errorbar(xs, deltas, yerr=_yerr(deltas, cis), fmt="o", capsize=4,
                     label="ours: Δ, verdict's 95% CI")
         _stars(ax, xs, deltas, rows)
-        paper = [(x, r.values["paper_delta"], r.values["paper_source"]) for x, r in zip(xs, rows)
-                 if r.values.get("paper_delta") is not None]
+        paper = [(x, r.other_columns["paper_delta"], r.other_columns["paper_source"]) for x, r in zip(xs, rows)
+                 if r.other_columns.get("paper_delta") is not None]
         if paper:
             ax.scatter([p[0] + 0.15 for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
                        label=f"paper's Δ ({paper[0][2]}, its own test set)")
@@ -123,7 +123,7 @@ def length_figure(reports):
     for ax, (title, rows, report, key) in zip(axes, found):
         labels = list(report.bucket_labels) + (["long split"] if report.has_long else [])
         for r in rows:
-            ys = [r.values.get(f"bleu_len_{b}") for b in report.bucket_labels]
+            ys = [r.other_columns.get(f"bleu_len_{b}") for b in report.bucket_labels]
             if report.has_long:
                 ys.append(r.scores.split("test_long").bleu.mean)
             ax.plot(range(len(labels)), [math.nan if y is None else y for y in ys], marker="o",

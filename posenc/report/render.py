@@ -6,12 +6,12 @@ import io
 
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
-from posenc.cells.record import error_of, field, is_ok, status_of, time_capped
+from posenc.cells.record import error_of, is_ok, status_of, time_capped
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key
 from posenc.report.sequential import short_stop, stopped_rows, strategy_notes, strategy_table
 from posenc.report.significance import TESTS
-from posenc.report.stats import own_verdict_column, plan_value, verdict_column
+from posenc.report.stats import plan_value
 from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
 from posenc.stats.power import PLAN_LEVEL, POWER
 from posenc.stats.verdict import ALPHA, BETTER, DF_GUARD, WORSE
@@ -34,40 +34,38 @@ def number(value, digits=2, signed=False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def p_cell(values: dict, suffix: str = "") -> str:
+# A row's comparison cells read its typed comparison (``row.comparisons[split]``, ``stats.Comparison``)
+# and its own verdict on a metric and split (``row.verdicts[(metric, split)]``, ``stats.Verdict``).
+def p_cell(row, split: str = "test") -> str:
     """sacreBLEU's sentence-only paired test: its p as a number (no mark: the verdict marks)."""
-    p = values.get(f"p_value{suffix}")
+    p = row.comparisons[split].p_value
     return "-" if p is None else f"{p:.4f}"
 
 
-def _split(suffix: str) -> str:
-    return suffix.lstrip("_") or "test"
+def decided(row, metric: str = "bleu", split: str = "test") -> bool:
+    return row.verdicts[(metric, split)].verdict in (BETTER, WORSE)
 
 
-def decided(values: dict, metric: str = "bleu", suffix: str = "") -> bool:
-    return values.get(own_verdict_column(metric, _split(suffix))) in (BETTER, WORSE)
-
-
-def delta_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
+def delta_cell(row, metric: str = "bleu", split: str = "test") -> str:
     """Δ, with * where the verdict (over seeds and sentences, Holm-adjusted) is better or worse."""
-    text = number(values.get(f"delta_{metric}{suffix}"), signed=True)
-    return text + ("*" if decided(values, metric, suffix) else "")
+    text = number(getattr(row.comparisons[split], f"delta_{metric}"), signed=True)
+    return text + ("*" if decided(row, metric, split) else "")
 
 
-def delta_ci_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
-    low = values.get(verdict_column("delta_ci_low", metric) + suffix)
-    if low is None:
+def delta_ci_cell(row, metric: str = "bleu", split: str = "test") -> str:
+    verdict = row.verdicts[(metric, split)]
+    if verdict.delta_ci_low is None:
         return "-"
-    return f"[{low:+.2f}, {values[verdict_column('delta_ci_high', metric) + suffix]:+.2f}]"
+    return f"[{verdict.delta_ci_low:+.2f}, {verdict.delta_ci_high:+.2f}]"
 
 
-def p_seeds_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
-    p = values.get(verdict_column("p_seeds_holm", metric) + suffix)
+def p_seeds_cell(row, metric: str = "bleu", split: str = "test") -> str:
+    p = row.verdicts[(metric, split)].p_seeds_holm
     return "-" if p is None else f"{p:.4f}"
 
 
-def verdict_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
-    text = values.get(own_verdict_column(metric, _split(suffix))) or "-"
+def verdict_cell(row, metric: str = "bleu", split: str = "test") -> str:
+    text = row.verdicts[(metric, split)].verdict or "-"
     return "baseline" if text == "n/a: baseline" else text
 
 
@@ -119,13 +117,13 @@ def scores_table(report):
                                           "seeds ok", "not ok"]
     body = []
     for row in report.rows:
-        v, s = row.values, row.scores
+        s = row.scores
         test = s.split("test")
         body.append(identity_cells(row) + [
-            number(v.get("paper_delta"), digits=1, signed=True), score_text(s.valid_ppl),
-            score_text(test.bleu), ci_cell(s.bleu_ci), delta_cell(v), delta_ci_cell(v), p_seeds_cell(v),
-            verdict_cell(v), p_cell(v), score_text(test.chrf), delta_cell(v, "chrf"),
-            verdict_cell(v, "chrf"), score_text(test.tok_bleu), seeds_ok_cell(s), str(len(s.not_ok))])
+            number(row.other_columns.get("paper_delta"), digits=1, signed=True), score_text(s.valid_ppl),
+            score_text(test.bleu), ci_cell(s.bleu_ci), delta_cell(row), delta_ci_cell(row), p_seeds_cell(row),
+            verdict_cell(row), p_cell(row), score_text(test.chrf), delta_cell(row, "chrf"),
+            verdict_cell(row, "chrf"), score_text(test.tok_bleu), seeds_ok_cell(s), str(len(s.not_ok))])
     return headers, body
 
 
@@ -135,14 +133,14 @@ def length_table(report):
     headers = identity_headers(report) + [f"BLEU {label}" for label in report.bucket_labels] + ["BLEU (test)"] + long
     body = []
     for row in report.rows:
-        v, long = row.values, row.scores.split("test_long")
-        cells = identity_cells(row) + [number(v.get(f"bleu_len_{label}")) for label in report.bucket_labels]
+        long = row.scores.split("test_long")
+        cells = identity_cells(row) + [number(row.other_columns.get(f"bleu_len_{label}"))
+                                       for label in report.bucket_labels]
         cells.append(score_text(row.scores.split("test").bleu))
         if report.has_long:
-            long_ = "_test_long"
-            cells += [score_text(long.bleu), delta_cell(v, "bleu", long_),
-                      delta_ci_cell(v, "bleu", long_), verdict_cell(v, "bleu", long_), p_cell(v, long_),
-                      score_text(long.chrf), score_text(long.tok_bleu)]
+            cells += [score_text(long.bleu), delta_cell(row, "bleu", "test_long"),
+                      delta_ci_cell(row, "bleu", "test_long"), verdict_cell(row, "bleu", "test_long"),
+                      p_cell(row, "test_long"), score_text(long.chrf), score_text(long.tok_bleu)]
         body.append(cells)
     return headers, body
 
@@ -184,11 +182,9 @@ def scores_notes(report) -> list:
         "sets and are not comparable with ours. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
     ]
     notes += [f"Seeds of {' '.join(map(str, row.identity.values()))}{'' if split == 'test' else ' (' + split + ')'}: "
-              f"Δ, CI and verdict over seeds {', '.join(map(str, row.values[field('delta_seeds', split)]))} only; "
-              f"seed {', '.join(map(str, left))} left out "
-              f"({row.values.get(field('p_note', split)) or row.values.get(field('delta_seeds_why', split))})"
-              for row in report.rows for split in ("test", "test_long")
-              if (left := row.values.get(field("delta_seeds_left_out", split)))]
+              f"Δ, CI and verdict over seeds {', '.join(map(str, cmp.delta_seeds))} only; "
+              f"seed {', '.join(map(str, cmp.delta_seeds_left_out))} left out ({cmp.p_note or cmp.delta_seeds_why})"
+              for row in report.rows for split, cmp in row.comparisons.items() if cmp.delta_seeds_left_out]
     return notes
 
 
@@ -201,7 +197,7 @@ def power_table(report):
     body = []
     stopped = stopped_rows(report.rows, report.sweep)
     for row in report.rows:
-        v, test = row.values, row.tests.get(("bleu", "test"))
+        v, test = row.other_columns, row.tests.get(("bleu", "test"))
         if test is None:
             continue
         # A row its sequential design stopped books no seeds: its verdict is frozen at the stop.
@@ -229,8 +225,8 @@ def power_notes(report) -> list:
              "they book in results/significance_calibration.md."
              + (" A row its sequential design has stopped books none: its verdict is frozen at that stop."
                 if stopped_rows(report.rows, report.sweep) else "")]
-    notes += [f"{' '.join(map(str, row.identity.values()))}: {row.values['power_advice']}."
-              for row in report.rows if row.values.get("power_advice")]
+    notes += [f"{' '.join(map(str, row.identity.values()))}: {row.other_columns['power_advice']}."
+              for row in report.rows if row.other_columns.get("power_advice")]
     return notes
 
 
@@ -377,8 +373,7 @@ def side_by_side(reports):
             if row is None:
                 cells += ["-", "-", "not in this sweep"] + (["-"] if has_long else [])
                 continue
-            v = row.values
-            cells += [score_text(row.scores.split("test").bleu), delta_cell(v), verdict_cell(v)]
+            cells += [score_text(row.scores.split("test").bleu), delta_cell(row), verdict_cell(row)]
             if has_long:
                 cells.append(score_text(row.scores.split("test_long").bleu))
         body.append(cells)

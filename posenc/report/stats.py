@@ -123,10 +123,26 @@ class Comparison:
         return {field(name, split): getattr(self, name) for name in names}
 
 
+@dataclass
+class Verdict:
+    """A table row's verdict over seeds against its baseline row on one metric and split
+    (``posenc.stats.verdict``), typed as ``Comparison`` is: the seed test's p, Holm's p over the rows
+    sharing the baseline, the 95% CI of Δ, and better/worse/no evidence or why there is none."""
+    p_seeds: float = None
+    p_seeds_holm: float = None
+    delta_ci_low: float = None
+    delta_ci_high: float = None
+    verdict: str = None
+
+    def columns(self, metric: str, split: str) -> dict:
+        """The table's columns, in their order (BLEU's bare, chrF++'s with ``_chrf``; ``_<split>`` but on test)."""
+        return {verdict_column(f.name, metric, split): getattr(self, f.name) for f in fields(self)}
+
+
 def significance(rows, split, bases, settings):
     """Δ, sacreBLEU's sentence-only p and the verdict over seeds of every row against its baseline
     (``bases``: ``{id(row): its baseline row}``, the report's ``baselines``) on one split, for BLEU and
-    chrF++, into each row's ``comparisons[split]`` and its columns; returns the sentence-only test's
+    chrF++, into each row's ``comparisons[split]`` and ``verdicts[(metric, split)]``; returns the sentence-only test's
     signature."""
     base_key, base_value = settings.baseline
     batches = {}
@@ -173,23 +189,13 @@ def significance(rows, split, bases, settings):
             # What the test is about: BLEU of the concatenated outputs, not the mean over seeds (Δ).
             cmp.delta_bleu_tested = results[str(i)].score - base_bleu
             cmp.paired_seeds = len(paired)
-    for row in rows:
-        row.values.update(row.comparisons[split].columns(split))
     verdicts(rows, split, batches)
     return signature
 
 
-# The verdict's columns per metric: BLEU keeps the contract's bare names, chrF++ gets "_chrf".
-VERDICT_COLUMNS = ("p_seeds", "p_seeds_holm", "delta_ci_low", "delta_ci_high", "verdict")
-
-
 def verdict_column(name: str, metric: str = "bleu", split: str = "test") -> str:
+    """A verdict's column: BLEU keeps the contract's bare names, chrF++ gets "_chrf"; ``_<split>`` but on test."""
     return field(name + ("" if metric == "bleu" else f"_{metric}"), split)
-
-
-def own_verdict_column(metric: str = "bleu", split: str = "test") -> str:
-    """The column of the metric's own verdict on the split (`verdict` itself is the primary's)."""
-    return "verdict_bleu" if (metric, split) == ("bleu", "test") else verdict_column("verdict", metric, split)
 
 
 def verdicts(rows, split, batches):
@@ -198,32 +204,28 @@ def verdicts(rows, split, batches):
     for metric in VERDICT_METRICS:
         families = {}
         for row in rows:
-            cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
-            for col in cols.values():
-                row.values[col] = None
+            out = row.verdicts[(metric, split)] = Verdict()
             note = row.comparisons[split].p_note
             if id(row) not in tested:
-                row.values[cols["verdict"]] = "n/a: baseline" if note == "baseline" else f"n/a: {note}"
+                out.verdict = "n/a: baseline" if note == "baseline" else f"n/a: {note}"
                 continue
             base, paired = tested[id(row)]
             if len(paired) < 2:
-                row.values[cols["verdict"]] = "n/a: one paired seed (no spread over seeds to test against)"
+                out.verdict = "n/a: one paired seed (no spread over seeds to test against)"
                 continue
             mine = [row.outputs[split][s].arrays(metric) for s in paired]
             theirs = [base.outputs[split][s].arrays(metric) for s in paired]
             test = seed_test([m[0] for m in mine], [t[0] for t in theirs], mine[0][1], metric)
             row.tests[(metric, split)] = test
             setattr(row.comparisons[split], f"delta_{metric}", test.delta)   # the CI's own centre, same seeds
-            row.values[field(f"delta_{metric}", split)] = test.delta
-            row.values[cols["p_seeds"]] = test.p
-            row.values[cols["delta_ci_low"]], row.values[cols["delta_ci_high"]] = test.ci_low, test.ci_high
+            out.p_seeds = test.p
+            out.delta_ci_low, out.delta_ci_high = test.ci_low, test.ci_high
             families.setdefault(id(base), []).append(row)
         for members in families.values():
             adjusted = holm({id(r): r.tests[(metric, split)].p for r in members})
             for r in members:
-                cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
-                r.values[cols["p_seeds_holm"]] = adjusted[id(r)]
-                r.values[cols["verdict"]] = verdict(r.tests[(metric, split)].delta, adjusted[id(r)])
+                r.verdicts[(metric, split)].p_seeds_holm = adjusted[id(r)]
+                r.verdicts[(metric, split)].verdict = verdict(r.tests[(metric, split)].delta, adjusted[id(r)])
 
 
 def power_columns(rows, settings, stopped):
@@ -233,7 +235,7 @@ def power_columns(rows, settings, stopped):
     frozen at that stop."""
     for row in rows:
         test = row.tests.get(("bleu", "test"))
-        v = row.values
+        v = row.other_columns
         v["mde_bleu"] = v["seeds_needed"] = v["seeds_needed_low"] = v["pilot_seeds"] = None
         if test is None:
             continue
