@@ -69,8 +69,7 @@ def delta_figure(reports):
         ax.errorbar(xs, deltas, yerr=_yerr(deltas, cis), fmt="o", capsize=4,
                     label="ours: Δ, verdict's 95% CI")
         _stars(ax, xs, deltas, rows)
-        paper = [(x, r.other_columns["paper_delta"], r.other_columns["paper_source"]) for x, r in zip(xs, rows)
-                 if r.other_columns.get("paper_delta") is not None]
+        paper = [(x, r.paper.delta, r.paper.source) for x, r in zip(xs, rows) if r.paper.delta is not None]
         if paper:
             ax.scatter([p[0] + 0.15 for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
                        label=f"paper's Δ ({paper[0][2]}, its own test set)")
@@ -123,7 +122,7 @@ def length_figure(reports):
     for ax, (title, rows, report, key) in zip(axes, found):
         labels = list(report.bucket_labels) + (["long split"] if report.has_long else [])
         for r in rows:
-            ys = [r.other_columns.get(f"bleu_len_{b}") for b in report.bucket_labels]
+            ys = [r.by_length.bleu.get(b) for b in report.bucket_labels]
             if report.has_long:
                 ys.append(r.scores.split("test_long").bleu.mean)
             ax.plot(range(len(labels)), [math.nan if y is None else y for y in ys], marker="o",

@@ -120,7 +120,7 @@ def scores_table(report):
         s = row.scores
         test = s.split("test")
         body.append(identity_cells(row) + [
-            number(row.other_columns.get("paper_delta"), digits=1, signed=True), score_text(s.valid_ppl),
+            number(row.paper.delta, digits=1, signed=True), score_text(s.valid_ppl),
             score_text(test.bleu), ci_cell(s.bleu_ci), delta_cell(row), delta_ci_cell(row), p_seeds_cell(row),
             verdict_cell(row), p_cell(row), score_text(test.chrf), delta_cell(row, "chrf"),
             verdict_cell(row, "chrf"), score_text(test.tok_bleu), seeds_ok_cell(s), str(len(s.not_ok))])
@@ -134,8 +134,7 @@ def length_table(report):
     body = []
     for row in report.rows:
         long = row.scores.split("test_long")
-        cells = identity_cells(row) + [number(row.other_columns.get(f"bleu_len_{label}"))
-                                       for label in report.bucket_labels]
+        cells = identity_cells(row) + [number(row.by_length.bleu.get(label)) for label in report.bucket_labels]
         cells.append(score_text(row.scores.split("test").bleu))
         if report.has_long:
             cells += [score_text(long.bleu), delta_cell(row, "bleu", "test_long"),
@@ -197,15 +196,14 @@ def power_table(report):
     body = []
     stopped = stopped_rows(report.rows, report.sweep)
     for row in report.rows:
-        v, test = row.other_columns, row.tests.get(("bleu", "test"))
+        v, test = row.power, row.tests.get(("bleu", "test"))
         if test is None:
             continue
         # A row its sequential design stopped books no seeds: its verdict is frozen at the stop.
         book = [f"none: decided ({short_stop(stopped[id(row)])})", "-"] if id(row) in stopped else \
-            [str(plan_value(v["seeds_needed"])), str(plan_value(v["seeds_needed_low"]))]
-        body.append(identity_cells(row) + [str(v["pilot_seeds"]), str(test.sentences), number(v.get("power_seed_sd")),
-                                           number(v.get("power_sentence_sd")), number(v.get("power_shared_sd")),
-                                           number(v.get("mde_bleu")), *book])
+            [str(plan_value(v.seeds_needed)), str(plan_value(v.seeds_needed_low))]
+        body.append(identity_cells(row) + [str(v.pilot_seeds), str(test.sentences), number(v.seed_sd),
+                                           number(v.sentence_sd), number(v.shared_sd), number(v.mde_bleu), *book])
     return headers, body
 
 
@@ -225,8 +223,8 @@ def power_notes(report) -> list:
              "they book in results/significance_calibration.md."
              + (" A row its sequential design has stopped books none: its verdict is frozen at that stop."
                 if stopped_rows(report.rows, report.sweep) else "")]
-    notes += [f"{' '.join(map(str, row.identity.values()))}: {row.other_columns['power_advice']}."
-              for row in report.rows if row.other_columns.get("power_advice")]
+    notes += [f"{' '.join(map(str, row.identity.values()))}: {row.power.advice}."
+              for row in report.rows if row.power is not None and row.power.advice]
     return notes
 
 

@@ -15,11 +15,11 @@ from posenc.kinds import PLACEMENTS, kind_names
 from posenc.metrics import Scorer, corpus_bleu
 from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import cell_output
-from posenc.report.references import paper_numbers
-from posenc.report.scores import RowScores
+from posenc.report.references import PaperNumbers, paper_numbers
+from posenc.report.scores import LengthScores, RowScores
 from posenc.report.sequential import apply_decisions, stopped_rows
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS
-from posenc.report.stats import VERDICT_METRICS, plan_value, power_columns, row_scores, significance
+from posenc.report.stats import VERDICT_METRICS, Power, plan_value, power_columns, row_scores, significance
 from posenc.report.testsets import TestSets
 from posenc.report.tuning import is_tuned, tuned_values
 from posenc.stats import power as power_mod
@@ -82,7 +82,9 @@ class TableRow:
     primary: str = None                               # the question `verdict` answers (Settings.primary)
     primary_verdict: str = None                       # its verdict (`verdict`; BLEU's own stays in verdicts)
     sequential: SequentialStop = dc_field(default_factory=SequentialStop)
-    other_columns: dict = dc_field(default_factory=dict)   # not typed yet: by length, the paper's, power
+    by_length: LengthScores = dc_field(default_factory=LengthScores)
+    paper: PaperNumbers = dc_field(default_factory=PaperNumbers)
+    power: Power = None                               # None: the report plans no power (Settings.power)
     tests: dict = dc_field(default_factory=dict)      # (metric, split) -> verdict.SeedTest against the baseline
     chrf_by_seed: dict = dc_field(default_factory=dict)   # split -> {seed: chrF++}
 
@@ -103,7 +105,8 @@ class TableRow:
                        primary=self.primary)
         if self.sequential.stop is not None:
             out.update(delta_median_unbiased=self.sequential.delta_median_unbiased, sequential=self.sequential.stop)
-        return {**out, **self.other_columns}
+        out.update({**self.by_length.columns(), **self.paper.columns()})
+        return {**out, **self.power.columns()} if self.power is not None else out
 
     def seed_values(self, name: str) -> dict:
         return {c.record.seed: getattr(c.record, name) for c in self.ok_cells() if getattr(c.record, name) is not None}
@@ -171,7 +174,7 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     edges, labels, sizes = _buckets(rows, settings)
     families = [family(r.cells[0].record) for r in rows]  # as the cells recorded it
     for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows], families)):
-        row.other_columns.update(paper_source=source, paper_ppl=ppl, paper_bleu=bleu)
+        row.paper = PaperNumbers(source, ppl, bleu)
     _paper_deltas(rows, base_key, base_value)
     if settings.power:
         power_columns(rows, settings, stopped_rows(rows, sweep))
@@ -236,11 +239,9 @@ def _paper_deltas(rows, base_key, base_value):
     bases = baselines(rows, (base_key, base_value))
     for row in rows:
         base = bases[id(row)]
-        v, theirs = row.other_columns, base and base.other_columns
-        v["paper_delta"] = None
-        if base is not None and base is not row and v.get("paper_bleu") and theirs.get("paper_bleu") \
-                and v.get("paper_source") == theirs.get("paper_source"):
-            v["paper_delta"] = round(float(v["paper_bleu"]) - float(theirs["paper_bleu"]), 2)
+        mine = row.paper
+        if base is not None and base is not row and mine.bleu and base.paper.bleu and mine.source == base.paper.source:
+            mine.delta = round(float(mine.bleu) - float(base.paper.bleu), 2)
 
 
 def _buckets(rows, settings):
@@ -261,10 +262,11 @@ def _buckets(rows, settings):
             b = per_testset[o.testset_key]
             summed = b.summed(o.array)
             scores.append([corpus_bleu(s, o.options) if n else None for s, n in zip(summed, b.sizes)])
+        means = {}
         for i, label in enumerate(labels):
             values = [s[i] for s in scores if s[i] is not None]
-            row.other_columns[f"bleu_len_{label}"] = float(np.mean(values)) if values else None
-        row.other_columns["bucket_seeds"] = len(scores)
+            means[label] = float(np.mean(values)) if values else None
+        row.by_length = LengthScores(means, len(scores))
     return edges, labels, sizes
 
 

@@ -67,3 +67,15 @@ class RowScores:
             out[field("chrf", split)], out[field("chrf", split) + "_sd"] = scores.chrf.mean, scores.chrf.sd
         out.update(seeds=self.seeds, seeds_ok=self.seeds_ok, not_ok=self.not_ok, time_capped=self.time_capped)
         return out
+
+
+@dataclass
+class LengthScores:
+    """BLEU by source-length bucket on test (``rows._buckets``): each bucket's label -> the mean over
+    seeds of the bucket's BLEU (None where no seed has a sentence there), and the seeds it is over."""
+    bleu: dict = dc_field(default_factory=dict)
+    seeds: int = 0
+
+    def columns(self) -> dict:
+        """``bleu_len_1-8``, ..., ``bucket_seeds``."""
+        return {**{f"bleu_len_{label}": value for label, value in self.bleu.items()}, "bucket_seeds": self.seeds}

@@ -228,6 +228,31 @@ def verdicts(rows, split, batches):
                 r.verdicts[(metric, split)].verdict = verdict(r.tests[(metric, split)].delta, adjusted[id(r)])
 
 
+@dataclass
+class Power:
+    """A row's power planning for BLEU's verdict on test, typed as ``Comparison`` is: all None for a
+    row with no seed test (no pilot); ``advice`` None for a row that books nothing (a sequential
+    design stopped it), "" where the plan needs none."""
+    mde_bleu: float = None
+    seeds_needed: power_mod.SeedsPlan = None       # the seeds to book (at the spread's upper limit)
+    seeds_needed_low: power_mod.SeedsPlan = None   # the plug-in plan
+    pilot_seeds: int = None
+    advice: str = None
+    seed_sd: float = None
+    sentence_sd: float = None
+    shared_sd: float = None
+
+    def columns(self) -> dict:
+        """The table's columns, in their order: a row with no pilot has no sd's, a stopped row no advice."""
+        out = {"mde_bleu": self.mde_bleu, "seeds_needed": self.seeds_needed, "seeds_needed_low": self.seeds_needed_low,
+               "pilot_seeds": self.pilot_seeds}
+        if self.advice is not None:
+            out["power_advice"] = self.advice
+        if self.pilot_seeds is not None:
+            out.update(power_seed_sd=self.seed_sd, power_sentence_sd=self.sentence_sd, power_shared_sd=self.shared_sd)
+        return out
+
+
 def power_columns(rows, settings, stopped):
     """mde_bleu (at the row's seeds and test set), and for settings.effect at settings.test_size the
     seeds to book (seeds_needed), the plug-in plan (seeds_needed_low) and the pilot they rest on. A
@@ -235,20 +260,19 @@ def power_columns(rows, settings, stopped):
     frozen at that stop."""
     for row in rows:
         test = row.tests.get(("bleu", "test"))
-        v = row.other_columns
-        v["mde_bleu"] = v["seeds_needed"] = v["seeds_needed_low"] = v["pilot_seeds"] = None
+        v = row.power = Power()
         if test is None:
             continue
         components = power_mod.Components.of(test)
-        v["mde_bleu"] = power_mod.mde(test.n, components)
-        v["pilot_seeds"] = test.n
+        v.mde_bleu = power_mod.mde(test.n, components)
+        v.pilot_seeds = test.n
         if id(row) not in stopped:
-            v["seeds_needed"] = power_mod.seeds_plan(settings.effect, components, settings.test_size)
-            v["seeds_needed_low"] = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
-            v["power_advice"] = advice(settings, components, v["seeds_needed"], v["seeds_needed_low"])
-        v["power_seed_sd"] = math.sqrt(components.seed_var)
-        v["power_sentence_sd"] = math.sqrt(components.sentence_var)
-        v["power_shared_sd"] = math.sqrt(components.shared_var)
+            v.seeds_needed = power_mod.seeds_plan(settings.effect, components, settings.test_size)
+            v.seeds_needed_low = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
+            v.advice = advice(settings, components, v.seeds_needed, v.seeds_needed_low)
+        v.seed_sd = math.sqrt(components.seed_var)
+        v.sentence_sd = math.sqrt(components.sentence_var)
+        v.shared_sd = math.sqrt(components.shared_var)
 
 
 UNREACHABLE = "n/a: not with this many test sentences, whatever the seeds"
