@@ -16,7 +16,9 @@ from posenc.cells.sweep import read_sweep
 from posenc.harness.sweep.report import SweepReport
 from posenc.report.compact import WIDTH, compact_table, fit
 from posenc.report.render import render_reports
+from posenc.report.scores import MeanSd, RowScores, SplitScores
 from posenc.report.sequential import short_stop
+from posenc.report.stats import Comparison, Verdict
 from posenc.report.table import sweep_end_report
 from posenc.stats.sequential import Design, Look, repeated_ci
 from report_fixtures import degrade, synthetic_test_sets, write_cell, write_plan, write_testset
@@ -82,13 +84,13 @@ def kinds_report(keys: dict, placements=("both", "source", "target", "none")):
             identity = {"model": "transformer_small", "data": "synthetic", **dict(zip(keys["names"], value)),
                         "placement": placement}
             baseline = placement == "both"
-            values = {"bleu": 31.234 - i, "bleu_sd": 0.512, "seeds_ok": 3,
-                      "p_note": "baseline" if baseline else "",
-                      "delta_bleu": None if baseline else -1.234 * i, "delta_ci_low": None if baseline else -2.5 * i,
-                      "delta_ci_high": None if baseline else -0.1 * i,
-                      "verdict_bleu": "n/a: baseline" if baseline else "worse" if i > 1 else
-                      "n/a: the seeds' spread is unknown (one seed in common with the baseline, two needed)"}
-            rows.append(SimpleNamespace(identity=identity, values=values))
+            scores = RowScores({"test": SplitScores(bleu=MeanSd(31.234 - i, 0.512))}, seeds=[1, 2, 3])
+            comparison = Comparison(p_note="baseline" if baseline else "", delta_bleu=None if baseline else -1.234 * i)
+            verdict = Verdict(delta_ci_low=None if baseline else -2.5 * i, delta_ci_high=None if baseline else -0.1 * i,
+                              verdict="n/a: baseline" if baseline else "worse" if i > 1 else
+                              "n/a: the seeds' spread is unknown (one seed in common with the baseline, two needed)")
+            rows.append(SimpleNamespace(identity=identity, scores=scores, comparisons={"test": comparison},
+                                        verdicts={("bleu", "test"): verdict}))
     return SimpleNamespace(rows=rows, sweep=SimpleNamespace(strategy=None),
                            settings=SimpleNamespace(baseline=("placement", "both")))
 

@@ -196,28 +196,31 @@ def test_an_adaptive_rows_table_shows_its_stop_its_repeated_ci_and_never_its_p_a
     from scipy import stats as scipy_stats
 
     from posenc.harness.sweep.summary import strategy_summary
+    from posenc.report.rows import SequentialStop
     from posenc.report.sequential import apply_decisions, strategy_table
+    from posenc.report.stats import Comparison, Verdict
 
     state, ci, threshold = _sequential_state()
     half = scipy_stats.t.ppf(1 - threshold / 2, 2.0) * 0.6            # the boundary's t·se
     assert ci == pytest.approx([-25.0 - half, -25.0 + half])
-    fixed = {"verdict": "worse", "verdict_bleu": "worse", "p_seeds_holm": 0.002, "delta_ci_low": -27.0,
-             "delta_ci_high": -23.0}
     rows = [SimpleNamespace(cells=[SimpleNamespace(name=f"placement={p},seed={s}") for s in (1, 2, 3)],
-                            values=dict(fixed)) for p in ("none", "source")]
+                            verdicts={("bleu", "test"): Verdict(p_seeds_holm=0.002, delta_ci_low=-27.0,
+                                                                delta_ci_high=-23.0, verdict="worse")},
+                            comparisons={"test": Comparison()}, primary_verdict="worse", sequential=SequentialStop())
+            for p in ("none", "source")]
     apply_decisions(rows, SimpleNamespace(strategy=state))
-    none, source = (r.values for r in rows)
-    assert none["verdict"] == none["verdict_bleu"] == "worse" and none["p_seeds_holm"] is None
-    assert [none["delta_ci_low"], none["delta_ci_high"]] == ci                  # the repeated CI, not the fixed one
-    assert source["verdict"].startswith("n/a: between looks") and source["p_seeds_holm"] is None
-    assert source["delta_ci_low"] is None
+    none, source = (r.verdicts[("bleu", "test")] for r in rows)
+    assert rows[0].primary_verdict == none.verdict == "worse" and none.p_seeds_holm is None
+    assert [none.delta_ci_low, none.delta_ci_high] == ci                  # the repeated CI, not the fixed one
+    assert rows[1].primary_verdict.startswith("n/a: between looks") and source.p_seeds_holm is None
+    assert source.delta_ci_low is None
     _, body = strategy_table(SimpleNamespace(sweep=SimpleNamespace(strategy=state)))
     assert body[0][:4] == ["placement=both (baseline)", "5", "-", "runs while any of its rows runs"]
     # At the pilot's look the stage-wise p is the look's own p and Δ is its own median-unbiased estimate;
     # the CI is labelled at the row's level (α/2 = 0.025: 97.5%), not 95%.
     assert body[1] == ["placement=none", "3", "3", "efficacy at 3 seeds", "worse", "-25.00", "-25.00",
                        f"[{ci[0]:+.2f}, {ci[1]:+.2f}] (97.5%)", "0.025", "0.0009"]
-    assert none["p_seeds"] == pytest.approx(0.0009) and source["p_seeds"] is None
+    assert none.p_seeds == pytest.approx(0.0009) and source.p_seeds is None
     assert body[2][3:7] == [f"going on; {CAPPED}", "-", "-", "-"]   # said while the row runs, not after efficacy
     summary = strategy_summary(state)
     assert summary == (f"; seeds strategy: placement=none 3 seeds (efficacy at 3 seeds: worse, Δ -25.00, "

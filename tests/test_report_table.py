@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sacrebleu.metrics import BLEU
@@ -17,6 +18,8 @@ from sacrebleu.metrics import BLEU
 from posenc.cells.sweep import read_sweep
 from posenc.report.render import delta_cell, p_cell
 from posenc.report.rows import Settings
+from posenc.report.scores import Interval
+from posenc.report.stats import Comparison, Verdict
 from posenc.report.table import report_text, sweep_end_report, table_rows, write_sweep_files
 from report_fixtures import cli_p_value, degrade, synthetic_test_sets, write_cell, write_plan, write_testset
 
@@ -133,12 +136,14 @@ def test_two_seeds_are_tested_as_one_concatenated_output(data, tmp_path):
 
 def test_the_star_follows_the_verdict_not_the_sentence_only_p():
     # sacreBLEU's p is shown as a number only, whatever it is and whatever the signs
-    assert p_cell({"p_value": 0.01, "delta_bleu": 0.2, "delta_bleu_tested": -0.1}) == "0.0100"
-    assert p_cell({"p_value_test_long": 0.2}, "_test_long") == "0.2000" and p_cell({}) == "-"
-    assert delta_cell({"delta_bleu": -0.44, "p_value": 0.01, "verdict_bleu": "no evidence"}) == "-0.44"
-    assert delta_cell({"delta_bleu": 2.5, "p_value": 0.4, "verdict_bleu": "better"}) == "+2.50*"
-    assert delta_cell({"delta_chrf_test_long": -3.0, "verdict_chrf_test_long": "worse"}, "chrf", "_test_long") \
-        == "-3.00*"
+    def row(verdict=None, split="test", metric="bleu", **comparison):
+        return SimpleNamespace(comparisons={split: Comparison(**comparison)},
+                               verdicts={(metric, split): Verdict(verdict=verdict)})
+    assert p_cell(row(p_value=0.01, delta_bleu=0.2, delta_bleu_tested=-0.1)) == "0.0100"
+    assert p_cell(row(split="test_long", p_value=0.2), "test_long") == "0.2000" and p_cell(row()) == "-"
+    assert delta_cell(row("no evidence", delta_bleu=-0.44, p_value=0.01)) == "-0.44"
+    assert delta_cell(row("better", delta_bleu=2.5, p_value=0.4)) == "+2.50*"
+    assert delta_cell(row("worse", "test_long", "chrf", delta_chrf=-3.0), "chrf", "test_long") == "-3.00*"
 
 
 def test_rows_that_cannot_be_tested_say_why(data, tmp_path):
@@ -369,10 +374,12 @@ def test_figures_draw_an_interval_that_misses_its_own_centre(sweep, tmp_path):
 
     report = sweep_end_report(read_sweep(sweep))
     for row in report.rows:
-        for centre, interval in (("bleu", "bleu_ci"), ("delta_bleu", "delta_ci")):
-            if row.values.get(centre) is not None:
-                row.values[f"{interval}_low"], row.values[f"{interval}_high"] = (row.values[centre] + 1,
-                                                                                  row.values[centre] + 2)
+        bleu = row.scores.split("test").bleu.mean
+        if bleu is not None:
+            row.scores.bleu_ci = Interval(bleu + 1, bleu + 2, row.scores.bleu_ci.kind)
+        delta, verdict = row.comparisons["test"].delta_bleu, row.verdicts[("bleu", "test")]
+        if delta is not None:
+            verdict.delta_ci_low, verdict.delta_ci_high = delta + 1, delta + 2
     written = write_figures([report], tmp_path)
     for name in (DELTA_FIGURE, BLEU_FIGURE):
         assert (tmp_path / name).stat().st_size > 1000 and tmp_path / name in map(Path, written)

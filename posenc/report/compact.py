@@ -7,7 +7,7 @@ with "…" (a label in its middle) so that a line never wraps in a terminal of `
 
 import re
 
-from posenc.report.render import delta_cell, delta_ci_cell, mean_sd_text, seeds_ok_cell, verdict_cell
+from posenc.report.render import delta_cell, delta_ci_cell, score_text, seeds_ok_cell, verdict_cell
 from posenc.report.sequential import adaptive_states, short_stop
 
 WIDTH = 100
@@ -57,24 +57,24 @@ def label_style(report, body) -> str:
     return "values"
 
 
-def verdict_text(values: dict, state) -> str:
+def verdict_text(row, state) -> str:
     """BLEU's own verdict, ``n/a`` reasons without their parenthesis; an adaptive row's stop."""
     if state is not None:
         return short_stop(state)
-    text = verdict_cell(values)
+    text = verdict_cell(row)
     return text.split(" (")[0] if text.startswith("n/a") else text
 
 
-def delta_text(values: dict, baseline: bool) -> str:
+def delta_text(row, baseline: bool) -> str:
     if baseline:
         return "baseline"
-    delta, ci = delta_cell(values), delta_ci_cell(values)
+    delta, ci = delta_cell(row), delta_ci_cell(row)
     return delta if ci == "-" else f"{delta} {ci}"
 
 
-def seeds_text(values: dict) -> str:
-    not_ok = len(values.get("not_ok") or [])
-    return seeds_ok_cell(values) + (f", {not_ok} not ok" if not_ok else "")
+def seeds_text(scores) -> str:
+    not_ok = len(scores.not_ok)
+    return seeds_ok_cell(scores) + (f", {not_ok} not ok" if not_ok else "")
 
 
 def compact_rows(report) -> tuple:
@@ -84,10 +84,9 @@ def compact_rows(report) -> tuple:
     states = adaptive_states(report.rows, report.sweep)
     body = []
     for label, row in zip(row_labels(report), report.rows):
-        v = row.values
-        baseline = v.get("p_note") == "baseline"
-        body.append([label, mean_sd_text(v.get("bleu"), v.get("bleu_sd")), delta_text(v, baseline),
-                     "baseline" if baseline else verdict_text(v, states.get(id(row))), seeds_text(v)])
+        baseline = row.comparisons["test"].p_note == "baseline"
+        body.append([label, score_text(row.scores.split("test").bleu), delta_text(row, baseline),
+                     "baseline" if baseline else verdict_text(row, states.get(id(row))), seeds_text(row.scores)])
     style = label_style(report, body) if body else "keys"
     for cells, label in zip(body, row_labels(report, style)):
         cells[0] = label
@@ -98,7 +97,7 @@ def compact_rows(report) -> tuple:
             where = AT_SEEDS.search(cells[VERDICT]) if id(row) in states else None
             if where:
                 n = where.group(0).split()[1]
-                cells[VERDICT] = AT_SEEDS.sub("" if n == str(row.values["seeds_ok"]) else f" at {n}", cells[VERDICT])
+                cells[VERDICT] = AT_SEEDS.sub("" if n == str(row.scores.seeds_ok) else f" at {n}", cells[VERDICT])
     return body, style
 
 

@@ -52,7 +52,7 @@ def _label(key, value):
 
 def _stars(ax, xs, ys, rows):
     for x, y, r in zip(xs, ys, rows):
-        if decided(r.values):
+        if decided(r):
             ax.annotate("*", (x, y), textcoords="offset points", xytext=(6, 4))
 
 
@@ -62,14 +62,14 @@ def delta_figure(reports):
     found = panels(reports)
     fig, axes = _grid(len(found))
     for ax, (title, rows, report, key) in zip(axes, found):
-        rows = [r for r in rows if r.values.get("p_note") != "baseline"]
+        rows = [r for r in rows if r.comparisons["test"].p_note != "baseline"]
         xs = list(range(len(rows)))
-        deltas = [r.values["delta_bleu"] if r.values.get("delta_bleu") is not None else math.nan for r in rows]
-        ax.errorbar(xs, deltas, yerr=_yerr(deltas, rows, "delta_ci"), fmt="o", capsize=4,
+        deltas = [math.nan if (d := r.comparisons["test"].delta_bleu) is None else d for r in rows]
+        cis = [(r.verdicts[("bleu", "test")].delta_ci_low, r.verdicts[("bleu", "test")].delta_ci_high) for r in rows]
+        ax.errorbar(xs, deltas, yerr=_yerr(deltas, cis), fmt="o", capsize=4,
                     label="ours: Δ, verdict's 95% CI")
         _stars(ax, xs, deltas, rows)
-        paper = [(x, r.values["paper_delta"], r.values["paper_source"]) for x, r in zip(xs, rows)
-                 if r.values.get("paper_delta") is not None]
+        paper = [(x, r.paper.delta, r.paper.source) for x, r in zip(xs, rows) if r.paper.delta is not None]
         if paper:
             ax.scatter([p[0] + 0.15 for p in paper], [p[1] for p in paper], marker="x", color="tab:red", zorder=3,
                        label=f"paper's Δ ({paper[0][2]}, its own test set)")
@@ -89,17 +89,16 @@ def _dress(ax, xs, rows, key, ylabel: str, title: str) -> None:
     ax.legend(fontsize=7)
 
 
-def _yerr(centres, rows, interval: str) -> list:
-    """Matplotlib's ``yerr`` (distances below and above each centre) from the rows' ``<interval>_low``
-    and ``<interval>_high``; 0 where a row has no interval. A one-seed row's bootstrap interval can
+def _yerr(centres, intervals) -> list:
+    """Matplotlib's ``yerr`` (distances below and above each centre) from each row's interval,
+    ``(low, high)``; 0 where a row has no interval (None). A one-seed row's bootstrap interval can
     lie wholly on one side of its own mean (BLEU near 0: most resamples score above it); its bar
     then stops at the mean on that side (matplotlib refuses negative lengths; the table gives the
     interval itself)."""
-    def distance(centre, row, end, sign):
-        value = row.values.get(f"{interval}_{end}")
+    def distance(centre, value, sign):
         return 0 if value is None or math.isnan(centre) else max(0.0, sign * (value - centre))
-    return [[distance(c, r, "low", -1) for c, r in zip(centres, rows)],
-            [distance(c, r, "high", 1) for c, r in zip(centres, rows)]]
+    return [[distance(c, low, -1) for c, (low, _) in zip(centres, intervals)],
+            [distance(c, high, 1) for c, (_, high) in zip(centres, intervals)]]
 
 
 def bleu_figure(reports):
@@ -107,8 +106,9 @@ def bleu_figure(reports):
     fig, axes = _grid(len(found))
     for ax, (title, rows, report, key) in zip(axes, found):
         xs = range(len(rows))
-        means = [r.values["bleu"] if r.values["bleu"] is not None else math.nan for r in rows]
-        ax.errorbar(xs, means, yerr=_yerr(means, rows, "bleu_ci"), fmt="o", capsize=4, label="mean, 95% CI over seeds")
+        means = [math.nan if (m := r.scores.split("test").bleu.mean) is None else m for r in rows]
+        cis = [(r.scores.bleu_ci.low, r.scores.bleu_ci.high) for r in rows]
+        ax.errorbar(xs, means, yerr=_yerr(means, cis), fmt="o", capsize=4, label="mean, 95% CI over seeds")
         _stars(ax, xs, means, rows)
         _dress(ax, xs, rows, key, "BLEU (sacreBLEU)",
                f"{title}\n* verdict better/worse against {'='.join(report.settings.baseline)}")
@@ -122,9 +122,9 @@ def length_figure(reports):
     for ax, (title, rows, report, key) in zip(axes, found):
         labels = list(report.bucket_labels) + (["long split"] if report.has_long else [])
         for r in rows:
-            ys = [r.values.get(f"bleu_len_{b}") for b in report.bucket_labels]
+            ys = [r.by_length.bleu.get(b) for b in report.bucket_labels]
             if report.has_long:
-                ys.append(r.values.get("bleu_test_long"))
+                ys.append(r.scores.split("test_long").bleu.mean)
             ax.plot(range(len(labels)), [math.nan if y is None else y for y in ys], marker="o",
                     label=_label(key, r.identity.get(key)))
         ax.set_xticks(range(len(labels)), labels)
@@ -139,7 +139,7 @@ def length_figure(reports):
 
 def write_figures(reports, out_dir: Path) -> list:
     """Write the figures into ``out_dir``; return their paths (none when no row has a score)."""
-    if not any(r.values["bleu"] is not None for report in reports for r in report.rows):
+    if not any(r.scores.split("test").bleu.mean is not None for report in reports for r in report.rows):
         return []
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

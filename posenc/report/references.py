@@ -2,6 +2,7 @@
 not describe)."""
 
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 
 from posenc.confdir import REFERENCE_DIR
@@ -51,3 +52,17 @@ def paper_numbers(identities, families) -> list:
             continue
         out.append(("", "", ""))
     return out
+
+
+@dataclass
+class PaperNumbers:
+    """A row's numbers from the paper that applies (``paper_numbers``; "" where none does) and the
+    paper's own Δ for the row's comparison where that paper measured its baseline too (else None)."""
+    source: str = ""
+    ppl: str = ""
+    bleu: str = ""
+    delta: float = None
+
+    def columns(self) -> dict:
+        return {"paper_source": self.source, "paper_ppl": self.ppl, "paper_bleu": self.bleu,
+                "paper_delta": self.delta}

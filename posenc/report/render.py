@@ -6,12 +6,12 @@ import io
 
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
-from posenc.cells.record import error_of, field, is_ok, status_of, time_capped
+from posenc.cells.record import error_of, is_ok, status_of, time_capped
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key
 from posenc.report.sequential import short_stop, stopped_rows, strategy_notes, strategy_table
 from posenc.report.significance import TESTS
-from posenc.report.stats import own_verdict_column, plan_value, verdict_column
+from posenc.report.stats import plan_value
 from posenc.report.tuning import is_tuned, trials_table, tune_notes, tune_table
 from posenc.stats.power import PLAN_LEVEL, POWER
 from posenc.stats.verdict import ALPHA, BETTER, DF_GUARD, WORSE
@@ -34,40 +34,38 @@ def number(value, digits=2, signed=False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
-def p_cell(values: dict, suffix: str = "") -> str:
+# A row's comparison cells read its typed comparison (``row.comparisons[split]``, ``stats.Comparison``)
+# and its own verdict on a metric and split (``row.verdicts[(metric, split)]``, ``stats.Verdict``).
+def p_cell(row, split: str = "test") -> str:
     """sacreBLEU's sentence-only paired test: its p as a number (no mark: the verdict marks)."""
-    p = values.get(f"p_value{suffix}")
+    p = row.comparisons[split].p_value
     return "-" if p is None else f"{p:.4f}"
 
 
-def _split(suffix: str) -> str:
-    return suffix.lstrip("_") or "test"
+def decided(row, metric: str = "bleu", split: str = "test") -> bool:
+    return row.verdicts[(metric, split)].verdict in (BETTER, WORSE)
 
 
-def decided(values: dict, metric: str = "bleu", suffix: str = "") -> bool:
-    return values.get(own_verdict_column(metric, _split(suffix))) in (BETTER, WORSE)
-
-
-def delta_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
+def delta_cell(row, metric: str = "bleu", split: str = "test") -> str:
     """Δ, with * where the verdict (over seeds and sentences, Holm-adjusted) is better or worse."""
-    text = number(values.get(f"delta_{metric}{suffix}"), signed=True)
-    return text + ("*" if decided(values, metric, suffix) else "")
+    text = number(getattr(row.comparisons[split], f"delta_{metric}"), signed=True)
+    return text + ("*" if decided(row, metric, split) else "")
 
 
-def delta_ci_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
-    low = values.get(verdict_column("delta_ci_low", metric) + suffix)
-    if low is None:
+def delta_ci_cell(row, metric: str = "bleu", split: str = "test") -> str:
+    verdict = row.verdicts[(metric, split)]
+    if verdict.delta_ci_low is None:
         return "-"
-    return f"[{low:+.2f}, {values[verdict_column('delta_ci_high', metric) + suffix]:+.2f}]"
+    return f"[{verdict.delta_ci_low:+.2f}, {verdict.delta_ci_high:+.2f}]"
 
 
-def p_seeds_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
-    p = values.get(verdict_column("p_seeds_holm", metric) + suffix)
+def p_seeds_cell(row, metric: str = "bleu", split: str = "test") -> str:
+    p = row.verdicts[(metric, split)].p_seeds_holm
     return "-" if p is None else f"{p:.4f}"
 
 
-def verdict_cell(values: dict, metric: str = "bleu", suffix: str = "") -> str:
-    text = values.get(own_verdict_column(metric, _split(suffix))) or "-"
+def verdict_cell(row, metric: str = "bleu", split: str = "test") -> str:
+    text = row.verdicts[(metric, split)].verdict or "-"
     return "baseline" if text == "n/a: baseline" else text
 
 
@@ -84,16 +82,22 @@ def verdict_header(report, label: str, metric: str = "bleu", split: str = "test"
     return f"{label} ({'primary' if PRIMARIES[report.settings.primary] == (metric, split) else 'secondary'})"
 
 
-def ci_cell(values: dict) -> str:
-    if values.get("bleu_ci_low") is None:
+def score_text(score) -> str:
+    """A ``scores.MeanSd`` as its cell: ``31.23 ± 0.51``."""
+    return mean_sd_text(score.mean, score.sd)
+
+
+def ci_cell(ci) -> str:
+    """A ``scores.Interval``; † marks a bootstrap over one seed's sentences."""
+    if ci.low is None:
         return "-"
-    mark = "†" if values["bleu_ci_kind"] == "bootstrap" else ""
-    return f"[{values['bleu_ci_low']:.2f}, {values['bleu_ci_high']:.2f}]{mark}"
+    mark = "†" if ci.kind == "bootstrap" else ""
+    return f"[{ci.low:.2f}, {ci.high:.2f}]{mark}"
 
 
-def seeds_ok_cell(values: dict) -> str:
-    capped = len(values.get("time_capped") or [])
-    return f"{values['seeds_ok']} ({capped} time-capped)" if capped else str(values["seeds_ok"])
+def seeds_ok_cell(scores) -> str:
+    capped = len(scores.time_capped)
+    return f"{scores.seeds_ok} ({capped} time-capped)" if capped else str(scores.seeds_ok)
 
 
 def identity_cells(row) -> list:
@@ -113,13 +117,13 @@ def scores_table(report):
                                           "seeds ok", "not ok"]
     body = []
     for row in report.rows:
-        v = row.values
+        s = row.scores
+        test = s.split("test")
         body.append(identity_cells(row) + [
-            number(v.get("paper_delta"), digits=1, signed=True), mean_sd_text(v["valid_ppl"], v["valid_ppl_sd"]),
-            mean_sd_text(v["bleu"], v["bleu_sd"]), ci_cell(v), delta_cell(v), delta_ci_cell(v), p_seeds_cell(v),
-            verdict_cell(v), p_cell(v), mean_sd_text(v.get("chrf"), v.get("chrf_sd")), delta_cell(v, "chrf"),
-            verdict_cell(v, "chrf"), mean_sd_text(v["tok_bleu"], v["tok_bleu_sd"]), seeds_ok_cell(v),
-            str(len(v["not_ok"]))])
+            number(row.paper.delta, digits=1, signed=True), score_text(s.valid_ppl),
+            score_text(test.bleu), ci_cell(s.bleu_ci), delta_cell(row), delta_ci_cell(row), p_seeds_cell(row),
+            verdict_cell(row), p_cell(row), score_text(test.chrf), delta_cell(row, "chrf"),
+            verdict_cell(row, "chrf"), score_text(test.tok_bleu), seeds_ok_cell(s), str(len(s.not_ok))])
     return headers, body
 
 
@@ -129,15 +133,13 @@ def length_table(report):
     headers = identity_headers(report) + [f"BLEU {label}" for label in report.bucket_labels] + ["BLEU (test)"] + long
     body = []
     for row in report.rows:
-        v = row.values
-        cells = identity_cells(row) + [number(v.get(f"bleu_len_{label}")) for label in report.bucket_labels]
-        cells.append(mean_sd_text(v["bleu"], v["bleu_sd"]))
+        long = row.scores.split("test_long")
+        cells = identity_cells(row) + [number(row.by_length.bleu.get(label)) for label in report.bucket_labels]
+        cells.append(score_text(row.scores.split("test").bleu))
         if report.has_long:
-            long_ = "_test_long"
-            cells += [mean_sd_text(v["bleu_test_long"], v["bleu_test_long_sd"]), delta_cell(v, "bleu", long_),
-                      delta_ci_cell(v, "bleu", long_), verdict_cell(v, "bleu", long_), p_cell(v, long_),
-                      mean_sd_text(v.get("chrf_test_long"), v.get("chrf_test_long_sd")),
-                      mean_sd_text(v["tok_bleu_test_long"], v["tok_bleu_test_long_sd"])]
+            cells += [score_text(long.bleu), delta_cell(row, "bleu", "test_long"),
+                      delta_ci_cell(row, "bleu", "test_long"), verdict_cell(row, "bleu", "test_long"),
+                      p_cell(row, "test_long"), score_text(long.chrf), score_text(long.tok_bleu)]
         body.append(cells)
     return headers, body
 
@@ -179,11 +181,9 @@ def scores_notes(report) -> list:
         "sets and are not comparable with ours. " + " ".join(f"{k}: {v}." for k, v in SOURCES.items()),
     ]
     notes += [f"Seeds of {' '.join(map(str, row.identity.values()))}{'' if split == 'test' else ' (' + split + ')'}: "
-              f"Δ, CI and verdict over seeds {', '.join(map(str, row.values[field('delta_seeds', split)]))} only; "
-              f"seed {', '.join(map(str, left))} left out "
-              f"({row.values.get(field('p_note', split)) or row.values.get(field('delta_seeds_why', split))})"
-              for row in report.rows for split in ("test", "test_long")
-              if (left := row.values.get(field("delta_seeds_left_out", split)))]
+              f"Δ, CI and verdict over seeds {', '.join(map(str, cmp.delta_seeds))} only; "
+              f"seed {', '.join(map(str, cmp.delta_seeds_left_out))} left out ({cmp.p_note or cmp.delta_seeds_why})"
+              for row in report.rows for split, cmp in row.comparisons.items() if cmp.delta_seeds_left_out]
     return notes
 
 
@@ -196,15 +196,14 @@ def power_table(report):
     body = []
     stopped = stopped_rows(report.rows, report.sweep)
     for row in report.rows:
-        v, test = row.values, row.tests.get(("bleu", "test"))
+        v, test = row.power, row.tests.get(("bleu", "test"))
         if test is None:
             continue
         # A row its sequential design stopped books no seeds: its verdict is frozen at the stop.
         book = [f"none: decided ({short_stop(stopped[id(row)])})", "-"] if id(row) in stopped else \
-            [str(plan_value(v["seeds_needed"])), str(plan_value(v["seeds_needed_low"]))]
-        body.append(identity_cells(row) + [str(v["pilot_seeds"]), str(test.sentences), number(v.get("power_seed_sd")),
-                                           number(v.get("power_sentence_sd")), number(v.get("power_shared_sd")),
-                                           number(v.get("mde_bleu")), *book])
+            [str(plan_value(v.seeds_needed)), str(plan_value(v.seeds_needed_low))]
+        body.append(identity_cells(row) + [str(v.pilot_seeds), str(test.sentences), number(v.seed_sd),
+                                           number(v.sentence_sd), number(v.shared_sd), number(v.mde_bleu), *book])
     return headers, body
 
 
@@ -224,8 +223,8 @@ def power_notes(report) -> list:
              "they book in results/significance_calibration.md."
              + (" A row its sequential design has stopped books none: its verdict is frozen at that stop."
                 if stopped_rows(report.rows, report.sweep) else "")]
-    notes += [f"{' '.join(map(str, row.identity.values()))}: {row.values['power_advice']}."
-              for row in report.rows if row.values.get("power_advice")]
+    notes += [f"{' '.join(map(str, row.identity.values()))}: {row.power.advice}."
+              for row in report.rows if row.power is not None and row.power.advice]
     return notes
 
 
@@ -372,10 +371,9 @@ def side_by_side(reports):
             if row is None:
                 cells += ["-", "-", "not in this sweep"] + (["-"] if has_long else [])
                 continue
-            v = row.values
-            cells += [mean_sd_text(v["bleu"], v["bleu_sd"]), delta_cell(v), verdict_cell(v)]
+            cells += [score_text(row.scores.split("test").bleu), delta_cell(row), verdict_cell(row)]
             if has_long:
-                cells.append(mean_sd_text(v.get(field("bleu", "test_long")), v.get("bleu_test_long_sd")))
+                cells.append(score_text(row.scores.split("test_long").bleu))
         body.append(cells)
     return headers, body
 

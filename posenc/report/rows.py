@@ -15,10 +15,11 @@ from posenc.kinds import PLACEMENTS, kind_names
 from posenc.metrics import Scorer, corpus_bleu
 from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import cell_output
-from posenc.report.references import paper_numbers
+from posenc.report.references import PaperNumbers, paper_numbers
+from posenc.report.scores import LengthScores, RowScores
 from posenc.report.sequential import apply_decisions, stopped_rows
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS
-from posenc.report.stats import VERDICT_METRICS, plan_value, power_columns, row_scores, significance, verdict_column
+from posenc.report.stats import VERDICT_METRICS, Power, plan_value, power_columns, row_scores, significance
 from posenc.report.testsets import TestSets
 from posenc.report.tuning import is_tuned, tuned_values
 from posenc.stats import power as power_mod
@@ -58,20 +59,54 @@ def parse_baseline(text: str) -> tuple:
 
 
 @dataclass
+class SequentialStop:
+    """A row a sequential design decides (``sequential.apply_decisions``): its median-unbiased Δ and
+    its stop in words; ``stop`` None for a row no design decides (it has neither column)."""
+    delta_median_unbiased: float = None
+    stop: str = None
+
+
+@dataclass
 class TableRow:
-    """One row of the report's table: a configuration's cells over seeds, its outputs, and its columns."""
+    """One row of the report's table: a configuration's cells over seeds, its outputs, and its columns,
+    typed (``scores``, ``comparisons``, ``verdicts``, ...) as sacreBLEU's ``Score`` is; ``values`` names
+    them as the CSV's columns."""
     sweep: str
     identity: dict                 # model, pe, data, extra swept keys, placement -> value
     cells: list = dc_field(default_factory=list)
     outputs: dict = dc_field(default_factory=dict)    # split -> {seed: Output}
     problems: dict = dc_field(default_factory=dict)   # split -> why an ok cell has no usable output
-    values: dict = dc_field(default_factory=dict)     # the computed columns (see as_dict)
+    scores: RowScores = dc_field(default_factory=RowScores)   # over its seeds (stats.row_scores)
     comparisons: dict = dc_field(default_factory=dict)   # split -> stats.Comparison with the baseline row
+    verdicts: dict = dc_field(default_factory=dict)   # (metric, split) -> stats.Verdict against the baseline
+    primary: str = None                               # the question `verdict` answers (Settings.primary)
+    primary_verdict: str = None                       # its verdict (`verdict`; BLEU's own stays in verdicts)
+    sequential: SequentialStop = dc_field(default_factory=SequentialStop)
+    by_length: LengthScores = dc_field(default_factory=LengthScores)
+    paper: PaperNumbers = dc_field(default_factory=PaperNumbers)
+    power: Power = None                               # None: the report plans no power (Settings.power)
     tests: dict = dc_field(default_factory=dict)      # (metric, split) -> verdict.SeedTest against the baseline
     chrf_by_seed: dict = dc_field(default_factory=dict)   # split -> {seed: chrF++}
 
     def ok_cells(self):
         return [c for c in self.cells if is_ok(c.record)]
+
+    @property
+    def values(self) -> dict:
+        """The row's computed columns as the CSV names them, in its order: the one place that
+        flattens the typed fields into names (``as_dicts`` adds the identity and formats them)."""
+        out = dict(self.scores.columns())
+        for split, comparison in self.comparisons.items():
+            out.update(comparison.columns(split))
+            for metric in VERDICT_METRICS:
+                out.update(self.verdicts[(metric, split)].columns(metric, split))
+        if self.primary is not None:
+            out.update(verdict=self.primary_verdict, verdict_bleu=self.verdicts[("bleu", "test")].verdict,
+                       primary=self.primary)
+        if self.sequential.stop is not None:
+            out.update(delta_median_unbiased=self.sequential.delta_median_unbiased, sequential=self.sequential.stop)
+        out.update({**self.by_length.columns(), **self.paper.columns()})
+        return {**out, **self.power.columns()} if self.power is not None else out
 
     def seed_values(self, name: str) -> dict:
         return {c.record.seed: getattr(c.record, name) for c in self.ok_cells() if getattr(c.record, name) is not None}
@@ -139,7 +174,7 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     edges, labels, sizes = _buckets(rows, settings)
     families = [family(r.cells[0].record) for r in rows]  # as the cells recorded it
     for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows], families)):
-        row.values.update(paper_source=source, paper_ppl=ppl, paper_bleu=bleu)
+        row.paper = PaperNumbers(source, ppl, bleu)
     _paper_deltas(rows, base_key, base_value)
     if settings.power:
         power_columns(rows, settings, stopped_rows(rows, sweep))
@@ -195,12 +230,8 @@ def baselines(rows, baseline) -> dict:
 
 def _primary(rows, primary: str) -> None:
     """`verdict` answers the primary question; BLEU's own test-split verdict stays in `verdict_bleu`."""
-    metric, split = PRIMARIES[primary]
     for row in rows:
-        v = row.values
-        v["verdict_bleu"] = v["verdict"]
-        v["verdict"] = v[verdict_column("verdict", metric, split)]
-        v["primary"] = primary
+        row.primary, row.primary_verdict = primary, row.verdicts[PRIMARIES[primary]].verdict
 
 
 def _paper_deltas(rows, base_key, base_value):
@@ -208,11 +239,9 @@ def _paper_deltas(rows, base_key, base_value):
     bases = baselines(rows, (base_key, base_value))
     for row in rows:
         base = bases[id(row)]
-        v = row.values
-        v["paper_delta"] = None
-        if base is not None and base is not row and v.get("paper_bleu") and base.values.get("paper_bleu") \
-                and v.get("paper_source") == base.values.get("paper_source"):
-            v["paper_delta"] = round(float(v["paper_bleu"]) - float(base.values["paper_bleu"]), 2)
+        mine = row.paper
+        if base is not None and base is not row and mine.bleu and base.paper.bleu and mine.source == base.paper.source:
+            mine.delta = round(float(mine.bleu) - float(base.paper.bleu), 2)
 
 
 def _buckets(rows, settings):
@@ -233,10 +262,11 @@ def _buckets(rows, settings):
             b = per_testset[o.testset_key]
             summed = b.summed(o.array)
             scores.append([corpus_bleu(s, o.options) if n else None for s, n in zip(summed, b.sizes)])
+        means = {}
         for i, label in enumerate(labels):
             values = [s[i] for s in scores if s[i] is not None]
-            row.values[f"bleu_len_{label}"] = float(np.mean(values)) if values else None
-        row.values["bucket_seeds"] = len(scores)
+            means[label] = float(np.mean(values)) if values else None
+        row.by_length = LengthScores(means, len(scores))
     return edges, labels, sizes
 
 

@@ -190,17 +190,17 @@ def apply_decisions(rows, sweep, primary: str = "bleu") -> None:
         state = states.get(id(row))
         if state is None:
             continue
-        v = row.values
-        v["verdict_bleu"] = state.verdict if state.stopped else "n/a: between looks (no verdict before its stop)"
+        v = row.verdicts[("bleu", "test")]
+        v.verdict = state.verdict if state.stopped else "n/a: between looks (no verdict before its stop)"
         if primary == "bleu":
-            v["verdict"] = v["verdict_bleu"]
+            row.primary_verdict = v.verdict
         settings = sweep.strategy.seeds_settings()
         after = inference(state, settings)
         look = state.stop_look() if state.stopped else None
         if look is not None:  # the stopping look's Δ, as its CI and its verdict are
-            v["delta_bleu"] = look.delta
-        v["p_seeds"] = after.get("p_stagewise")   # never the fixed-sample p: this row's seeds were chosen by looks
-        v["p_seeds_holm"] = None
-        v["delta_median_unbiased"] = after.get("delta_median_unbiased")
-        v["delta_ci_low"], v["delta_ci_high"] = state.ci if state.stopped and state.ci else (None, None)
-        v["sequential"] = row_stop(state, settings)
+            row.comparisons["test"].delta_bleu = look.delta
+        v.p_seeds = after.get("p_stagewise")   # never the fixed-sample p: this row's seeds were chosen by looks
+        v.p_seeds_holm = None
+        row.sequential.delta_median_unbiased = after.get("delta_median_unbiased")
+        v.delta_ci_low, v.delta_ci_high = state.ci if state.stopped and state.ci else (None, None)
+        row.sequential.stop = row_stop(state, settings)

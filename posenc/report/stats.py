@@ -13,6 +13,7 @@ import numpy as np
 
 from posenc.cells.record import field, is_ok, status_of, time_capped
 from posenc.metrics import bootstrap_ci, corpus_score
+from posenc.report.scores import Interval, MeanSd, RowScores, SplitScores
 from posenc.report.significance import paired_test
 from posenc.stats import power as power_mod
 from posenc.stats.verdict import holm, seed_test, verdict
@@ -64,36 +65,40 @@ def ci95(values):
 
 
 def row_scores(row, has_long: bool) -> None:
-    """A table row's scores over its seeds: mean and sd of each metric, BLEU's 95% interval (over
-    seeds, or a bootstrap over sentences for one seed), chrF++ per seed, and its seeds' counts."""
-    v = row.values
-    names = ["bleu", "tok_bleu", "valid_ppl"] + (["bleu_test_long", "tok_bleu_test_long"] if has_long else [])
-    for name in names:
-        v[name], v[f"{name}_sd"] = mean_sd(row.seed_values(name).values())
-    bleus = list(row.seed_values("bleu").values())
-    v["bleu_ci_low"] = v["bleu_ci_high"] = None
-    v["bleu_ci_kind"] = ""
-    if len(bleus) >= 2:
-        v["bleu_ci_low"], v["bleu_ci_high"] = ci95(bleus)
-        v["bleu_ci_kind"] = "seeds"
-    elif len(bleus) == 1 and row.outputs["test"]:
-        output = next(iter(row.outputs["test"].values()))
-        v["bleu_ci_low"], v["bleu_ci_high"] = bootstrap_ci(output.stats, output.options, BOOTSTRAP_CI_RESAMPLES)
-        v["bleu_ci_kind"] = "bootstrap"
-    for split in ("test", "test_long") if has_long else ("test",):
+    """A table row's scores over its seeds (``row.scores``): mean and sd of each metric, BLEU's 95%
+    interval (over seeds, or a bootstrap over sentences for one seed), chrF++ per seed, and its
+    seeds' counts."""
+    splits = ("test", "test_long") if has_long else ("test",)
+    chrf = {}
+    for split in splits:
         # chrF++ of each seed: from its output (records older than chrF++ get it here), else as recorded.
         by_seed = {seed: value for seed, value in row.seed_values(field("chrf", split)).items()}
         by_seed.update({seed: corpus_score(o.chrf_array.sum(0), o.chrf_options, "chrf")
                         for seed, o in row.outputs.get(split, {}).items()})
-        v[field("chrf", split)], v[field("chrf", split) + "_sd"] = mean_sd(by_seed.values())
+        chrf[split] = MeanSd(*mean_sd(by_seed.values()))
         row.chrf_by_seed[split] = by_seed
-    v["seeds"] = [c.record.seed for c in row.ok_cells()]
-    v["seeds_ok"] = len(v["seeds"])
-    v["not_ok"] = [f"seed {c.record.seed} {status_of(c.record)}" for c in row.cells
-                   if not is_ok(c.record)]
-    # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
-    # says how far this machine got in that time, not what the configuration reaches.
-    v["time_capped"] = [c.record.seed for c in row.ok_cells() if time_capped(c.record)]
+    def over_seeds(name):
+        return MeanSd(*mean_sd(row.seed_values(name).values()))
+    row.scores = RowScores(
+        splits={split: SplitScores(over_seeds(field("bleu", split)), over_seeds(field("tok_bleu", split)), chrf[split])
+                for split in splits},
+        valid_ppl=over_seeds("valid_ppl"), bleu_ci=bleu_interval(row),
+        seeds=[c.record.seed for c in row.ok_cells()],
+        not_ok=[f"seed {c.record.seed} {status_of(c.record)}" for c in row.cells if not is_ok(c.record)],
+        # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
+        # says how far this machine got in that time, not what the configuration reaches.
+        time_capped=[c.record.seed for c in row.ok_cells() if time_capped(c.record)])
+
+
+def bleu_interval(row) -> Interval:
+    """BLEU's 95% interval on test: over seeds from two, else a bootstrap over one seed's sentences."""
+    bleus = list(row.seed_values("bleu").values())
+    if len(bleus) >= 2:
+        return Interval(*ci95(bleus), "seeds")
+    if len(bleus) == 1 and row.outputs["test"]:
+        output = next(iter(row.outputs["test"].values()))
+        return Interval(*bootstrap_ci(output.stats, output.options, BOOTSTRAP_CI_RESAMPLES), "bootstrap")
+    return Interval()
 
 
 @dataclass
@@ -118,10 +123,26 @@ class Comparison:
         return {field(name, split): getattr(self, name) for name in names}
 
 
+@dataclass
+class Verdict:
+    """A table row's verdict over seeds against its baseline row on one metric and split
+    (``posenc.stats.verdict``), typed as ``Comparison`` is: the seed test's p, Holm's p over the rows
+    sharing the baseline, the 95% CI of Δ, and better/worse/no evidence or why there is none."""
+    p_seeds: float = None
+    p_seeds_holm: float = None
+    delta_ci_low: float = None
+    delta_ci_high: float = None
+    verdict: str = None
+
+    def columns(self, metric: str, split: str) -> dict:
+        """The table's columns, in their order (BLEU's bare, chrF++'s with ``_chrf``; ``_<split>`` but on test)."""
+        return {verdict_column(f.name, metric, split): getattr(self, f.name) for f in fields(self)}
+
+
 def significance(rows, split, bases, settings):
     """Δ, sacreBLEU's sentence-only p and the verdict over seeds of every row against its baseline
     (``bases``: ``{id(row): its baseline row}``, the report's ``baselines``) on one split, for BLEU and
-    chrF++, into each row's ``comparisons[split]`` and its columns; returns the sentence-only test's
+    chrF++, into each row's ``comparisons[split]`` and ``verdicts[(metric, split)]``; returns the sentence-only test's
     signature."""
     base_key, base_value = settings.baseline
     batches = {}
@@ -168,23 +189,13 @@ def significance(rows, split, bases, settings):
             # What the test is about: BLEU of the concatenated outputs, not the mean over seeds (Δ).
             cmp.delta_bleu_tested = results[str(i)].score - base_bleu
             cmp.paired_seeds = len(paired)
-    for row in rows:
-        row.values.update(row.comparisons[split].columns(split))
     verdicts(rows, split, batches)
     return signature
 
 
-# The verdict's columns per metric: BLEU keeps the contract's bare names, chrF++ gets "_chrf".
-VERDICT_COLUMNS = ("p_seeds", "p_seeds_holm", "delta_ci_low", "delta_ci_high", "verdict")
-
-
 def verdict_column(name: str, metric: str = "bleu", split: str = "test") -> str:
+    """A verdict's column: BLEU keeps the contract's bare names, chrF++ gets "_chrf"; ``_<split>`` but on test."""
     return field(name + ("" if metric == "bleu" else f"_{metric}"), split)
-
-
-def own_verdict_column(metric: str = "bleu", split: str = "test") -> str:
-    """The column of the metric's own verdict on the split (`verdict` itself is the primary's)."""
-    return "verdict_bleu" if (metric, split) == ("bleu", "test") else verdict_column("verdict", metric, split)
 
 
 def verdicts(rows, split, batches):
@@ -193,32 +204,53 @@ def verdicts(rows, split, batches):
     for metric in VERDICT_METRICS:
         families = {}
         for row in rows:
-            cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
-            for col in cols.values():
-                row.values[col] = None
+            out = row.verdicts[(metric, split)] = Verdict()
             note = row.comparisons[split].p_note
             if id(row) not in tested:
-                row.values[cols["verdict"]] = "n/a: baseline" if note == "baseline" else f"n/a: {note}"
+                out.verdict = "n/a: baseline" if note == "baseline" else f"n/a: {note}"
                 continue
             base, paired = tested[id(row)]
             if len(paired) < 2:
-                row.values[cols["verdict"]] = "n/a: one paired seed (no spread over seeds to test against)"
+                out.verdict = "n/a: one paired seed (no spread over seeds to test against)"
                 continue
             mine = [row.outputs[split][s].arrays(metric) for s in paired]
             theirs = [base.outputs[split][s].arrays(metric) for s in paired]
             test = seed_test([m[0] for m in mine], [t[0] for t in theirs], mine[0][1], metric)
             row.tests[(metric, split)] = test
             setattr(row.comparisons[split], f"delta_{metric}", test.delta)   # the CI's own centre, same seeds
-            row.values[field(f"delta_{metric}", split)] = test.delta
-            row.values[cols["p_seeds"]] = test.p
-            row.values[cols["delta_ci_low"]], row.values[cols["delta_ci_high"]] = test.ci_low, test.ci_high
+            out.p_seeds = test.p
+            out.delta_ci_low, out.delta_ci_high = test.ci_low, test.ci_high
             families.setdefault(id(base), []).append(row)
         for members in families.values():
             adjusted = holm({id(r): r.tests[(metric, split)].p for r in members})
             for r in members:
-                cols = {name: verdict_column(name, metric, split) for name in VERDICT_COLUMNS}
-                r.values[cols["p_seeds_holm"]] = adjusted[id(r)]
-                r.values[cols["verdict"]] = verdict(r.tests[(metric, split)].delta, adjusted[id(r)])
+                r.verdicts[(metric, split)].p_seeds_holm = adjusted[id(r)]
+                r.verdicts[(metric, split)].verdict = verdict(r.tests[(metric, split)].delta, adjusted[id(r)])
+
+
+@dataclass
+class Power:
+    """A row's power planning for BLEU's verdict on test, typed as ``Comparison`` is: all None for a
+    row with no seed test (no pilot); ``advice`` None for a row that books nothing (a sequential
+    design stopped it), "" where the plan needs none."""
+    mde_bleu: float = None
+    seeds_needed: power_mod.SeedsPlan = None       # the seeds to book (at the spread's upper limit)
+    seeds_needed_low: power_mod.SeedsPlan = None   # the plug-in plan
+    pilot_seeds: int = None
+    advice: str = None
+    seed_sd: float = None
+    sentence_sd: float = None
+    shared_sd: float = None
+
+    def columns(self) -> dict:
+        """The table's columns, in their order: a row with no pilot has no sd's, a stopped row no advice."""
+        out = {"mde_bleu": self.mde_bleu, "seeds_needed": self.seeds_needed, "seeds_needed_low": self.seeds_needed_low,
+               "pilot_seeds": self.pilot_seeds}
+        if self.advice is not None:
+            out["power_advice"] = self.advice
+        if self.pilot_seeds is not None:
+            out.update(power_seed_sd=self.seed_sd, power_sentence_sd=self.sentence_sd, power_shared_sd=self.shared_sd)
+        return out
 
 
 def power_columns(rows, settings, stopped):
@@ -228,20 +260,19 @@ def power_columns(rows, settings, stopped):
     frozen at that stop."""
     for row in rows:
         test = row.tests.get(("bleu", "test"))
-        v = row.values
-        v["mde_bleu"] = v["seeds_needed"] = v["seeds_needed_low"] = v["pilot_seeds"] = None
+        v = row.power = Power()
         if test is None:
             continue
         components = power_mod.Components.of(test)
-        v["mde_bleu"] = power_mod.mde(test.n, components)
-        v["pilot_seeds"] = test.n
+        v.mde_bleu = power_mod.mde(test.n, components)
+        v.pilot_seeds = test.n
         if id(row) not in stopped:
-            v["seeds_needed"] = power_mod.seeds_plan(settings.effect, components, settings.test_size)
-            v["seeds_needed_low"] = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
-            v["power_advice"] = advice(settings, components, v["seeds_needed"], v["seeds_needed_low"])
-        v["power_seed_sd"] = math.sqrt(components.seed_var)
-        v["power_sentence_sd"] = math.sqrt(components.sentence_var)
-        v["power_shared_sd"] = math.sqrt(components.shared_var)
+            v.seeds_needed = power_mod.seeds_plan(settings.effect, components, settings.test_size)
+            v.seeds_needed_low = power_mod.seeds_plan(settings.effect, components, settings.test_size, book=False)
+            v.advice = advice(settings, components, v.seeds_needed, v.seeds_needed_low)
+        v.seed_sd = math.sqrt(components.seed_var)
+        v.sentence_sd = math.sqrt(components.sentence_var)
+        v.shared_sd = math.sqrt(components.shared_var)
 
 
 UNREACHABLE = "n/a: not with this many test sentences, whatever the seeds"
