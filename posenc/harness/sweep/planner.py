@@ -210,8 +210,11 @@ class SeedsPlanner:
             if len(mine) != 1 or bases[id(report_row)] in (None, report_row):
                 continue
             test = report_row.tests.get(("bleu", "test"))
-            out[mine.pop()] = test if test is not None else \
-                (report_row.values.get("p_note") or str(report_row.values.get("verdict_bleu") or "no comparison"))
+            if test is None:  # why not, in the table's words
+                comparison, verdict = report_row.comparisons.get("test"), report_row.verdicts.get(("bleu", "test"))
+                test = (comparison.p_note if comparison else "") or str(verdict.verdict if verdict else "") \
+                    or "no comparison"
+            out[mine.pop()] = test
         return out
 
     def look(self, tests: dict) -> None:
