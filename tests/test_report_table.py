@@ -276,6 +276,16 @@ def test_rows_are_plain_dicts_for_other_consumers(sweep):
     assert {"bleu", "bleu_sd", "bleu_ci_low", "delta_bleu", "p_value", "bleu_test_long", "bleu_len_1-8"} <= set(rows[0])
 
 
+def test_a_rows_columns_are_read_from_its_typed_fields_and_cannot_be_written_past_them(sweep):
+    """``TableRow.values`` flattens the typed fields; a write into it would be lost, so it is refused."""
+    report = sweep_end_report(read_sweep(sweep))
+    row = report.rows[1]
+    assert row.values["bleu"] == row.scores.split("test").bleu.mean
+    assert row.values["delta_bleu"] == row.comparisons["test"].delta_bleu
+    with pytest.raises(TypeError):
+        row.values["bleu"] = 0.0
+
+
 def test_swept_keys_beyond_the_record_are_row_keys(data, tmp_path):
     root, splits, corpus = data
     sweep = tmp_path / "dropout"

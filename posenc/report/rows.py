@@ -3,8 +3,10 @@ its scores over seeds, and its difference from a baseline row with a paired test
 outputs. The statistics that fill a row's columns live in ``posenc.report.stats``; this module
 groups the cells, reads their outputs and assembles the ``Report``."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -92,9 +94,10 @@ class TableRow:
         return [c for c in self.cells if is_ok(c.record)]
 
     @property
-    def values(self) -> dict:
+    def values(self) -> Mapping:
         """The row's computed columns as the CSV names them, in its order: the one place that
-        flattens the typed fields into names (``as_dicts`` adds the identity and formats them)."""
+        flattens the typed fields into names (``as_dicts`` adds the identity and formats them).
+        Read-only: a column is changed in its typed field, never here (a write would be lost)."""
         out = dict(self.scores.columns())
         for split, comparison in self.comparisons.items():
             out.update(comparison.columns(split))
@@ -106,7 +109,7 @@ class TableRow:
         if self.sequential.stop is not None:
             out.update(delta_median_unbiased=self.sequential.delta_median_unbiased, sequential=self.sequential.stop)
         out.update({**self.by_length.columns(), **self.paper.columns()})
-        return {**out, **self.power.columns()} if self.power is not None else out
+        return MappingProxyType({**out, **self.power.columns()} if self.power is not None else out)
 
     def seed_values(self, name: str) -> dict:
         return {c.record.seed: getattr(c.record, name) for c in self.ok_cells() if getattr(c.record, name) is not None}
