@@ -196,17 +196,18 @@ def test_an_adaptive_rows_table_shows_its_stop_its_repeated_ci_and_never_its_p_a
     from scipy import stats as scipy_stats
 
     from posenc.harness.sweep.summary import strategy_summary
-    from posenc.report.rows import SequentialStop
+    from posenc.report.rows import SequentialStop, TableRow
     from posenc.report.sequential import apply_decisions, strategy_table
     from posenc.report.stats import Comparison, Verdict
 
     state, ci, threshold = _sequential_state()
     half = scipy_stats.t.ppf(1 - threshold / 2, 2.0) * 0.6            # the boundary's t·se
     assert ci == pytest.approx([-25.0 - half, -25.0 + half])
-    rows = [SimpleNamespace(cells=[SimpleNamespace(name=f"placement={p},seed={s}") for s in (1, 2, 3)],
-                            verdicts={("bleu", "test"): Verdict(p_seeds_holm=0.002, delta_ci_low=-27.0,
-                                                                delta_ci_high=-23.0, verdict="worse")},
-                            comparisons={"test": Comparison()}, primary_verdict="worse", sequential=SequentialStop())
+    rows = [TableRow("sweep", {"placement": p},
+                     cells=[SimpleNamespace(name=f"placement={p},seed={s}") for s in (1, 2, 3)],
+                     verdicts={("bleu", "test"): Verdict(p_seeds_holm=0.002, delta_ci_low=-27.0,
+                                                         delta_ci_high=-23.0, verdict="worse")},
+                     comparisons={"test": Comparison()}, primary="bleu", sequential=SequentialStop())
             for p in ("none", "source")]
     apply_decisions(rows, SimpleNamespace(strategy=state))
     none, source = (r.verdicts[("bleu", "test")] for r in rows)

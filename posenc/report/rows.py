@@ -82,7 +82,6 @@ class TableRow:
     comparisons: dict = dc_field(default_factory=dict)   # split -> stats.Comparison with the baseline row
     verdicts: dict = dc_field(default_factory=dict)   # (metric, split) -> stats.Verdict against the baseline
     primary: str = None                               # the question `verdict` answers (Settings.primary)
-    primary_verdict: str = None                       # its verdict (`verdict`; BLEU's own stays in verdicts)
     sequential: SequentialStop = dc_field(default_factory=SequentialStop)
     by_length: LengthScores = dc_field(default_factory=LengthScores)
     paper: PaperNumbers = dc_field(default_factory=PaperNumbers)
@@ -92,6 +91,11 @@ class TableRow:
 
     def ok_cells(self):
         return [c for c in self.cells if is_ok(c.record)]
+
+    @property
+    def primary_verdict(self) -> str:
+        """The verdict of the primary question (`verdict`), read from ``verdicts``; None before it is set."""
+        return None if self.primary is None else self.verdicts[PRIMARIES[self.primary]].verdict
 
     @property
     def values(self) -> Mapping:
@@ -173,7 +177,7 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     for split in splits:
         signature = significance(rows, split, bases, settings) or signature
     _primary(rows, settings.primary)
-    apply_decisions(rows, sweep, settings.primary)  # a seeds strategy's rows: their sequential verdicts
+    apply_decisions(rows, sweep)  # a seeds strategy's rows: their sequential verdicts
     edges, labels, sizes = _buckets(rows, settings)
     families = [family(r.cells[0].record) for r in rows]  # as the cells recorded it
     for row, (source, ppl, bleu) in zip(rows, paper_numbers([r.identity for r in rows], families)):
@@ -234,7 +238,7 @@ def baselines(rows, baseline) -> dict:
 def _primary(rows, primary: str) -> None:
     """`verdict` answers the primary question; BLEU's own test-split verdict stays in `verdict_bleu`."""
     for row in rows:
-        row.primary, row.primary_verdict = primary, row.verdicts[PRIMARIES[primary]].verdict
+        row.primary = primary
 
 
 def _paper_deltas(rows, base_key, base_value):

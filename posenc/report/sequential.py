@@ -180,7 +180,7 @@ def short_stop(state) -> str:
     return f"{state.verdict or 'n/a'}: {why}"
 
 
-def apply_decisions(rows, sweep, primary: str = "bleu") -> None:
+def apply_decisions(rows, sweep) -> None:
     """The adaptive rows' decisions in the table's BLEU verdict columns: the frozen verdict and the
     repeated CI in place of the fixed one; no Holm p (it is never compared with 0.05). A row still
     between looks has no verdict yet. A seeds strategy's rows, or a tune strategy's best values'
@@ -192,8 +192,6 @@ def apply_decisions(rows, sweep, primary: str = "bleu") -> None:
             continue
         v = row.verdicts[("bleu", "test")]
         v.verdict = state.verdict if state.stopped else "n/a: between looks (no verdict before its stop)"
-        if primary == "bleu":
-            row.primary_verdict = v.verdict
         settings = sweep.strategy.seeds_settings()
         after = inference(state, settings)
         look = state.stop_look() if state.stopped else None
