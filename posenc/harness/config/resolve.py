@@ -94,7 +94,6 @@ class Resolved:
     refused: ConfigError = None
 
 
-
 def resolve_cell(cfg) -> Resolved:
     """The composed config of one cell, read once (the only reader of ``cfg`` in a cell's run)."""
     name = _name(cfg)
