@@ -6,7 +6,6 @@ path of ``table.md``, which keeps every table and note. The sweep's exit status 
 cell failed, was interrupted or never reported. The tables are written whatever happened to the cells."""
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
@@ -17,20 +16,15 @@ from posenc.harness.sweep.planner import report_settings as seeds_report_setting
 from posenc.harness.sweep.summary import summarize
 from posenc.harness.tracking.wandb_run import log_sweep_table
 from posenc.report.compact import compact_table
-from posenc.report.rows import parse_baseline
-from posenc.report.table import SWEEP_END, full_table_line, sweep_end_report, write_sweep_files
+from posenc.report.table import SWEEP_END, full_table_line, own_baseline, sweep_end_report, write_sweep_files
 
 
-def report_settings(state):
+def report_settings(sweep):
     """The sweep-end table's settings: as its seeds strategy looked, where one sized the seeds (a
     seeds strategy's sweep, or a tune strategy's with seeds_strategy); else the defaults with the
-    strategy's baseline."""
-    if state is None:
-        return SWEEP_END
-    seeds = state.seeds_settings()
-    if seeds:
-        return seeds_report_settings(seeds)
-    return replace(SWEEP_END, baseline=parse_baseline(str(state.settings.baseline)))
+    strategy's baseline (``own_baseline``, as posenc-table takes it)."""
+    seeds = sweep.strategy.seeds_settings() if sweep.strategy else None
+    return seeds_report_settings(seeds) if seeds else own_baseline(sweep, SWEEP_END)
 
 
 class SweepReport(Callback):
@@ -47,7 +41,7 @@ class SweepReport(Callback):
         answer = []
         try:
             # An adaptive sweep's table plans as its strategy planned; any other's with the defaults.
-            report = sweep_end_report(sweep, report_settings(sweep.strategy))
+            report = sweep_end_report(sweep, report_settings(sweep))
             _, figures = write_sweep_files(report)
             print("".join(f"figure: {path}\n" for path in figures), end="", flush=True)
             log_sweep_table(config, report)  # logger=wandb: the same table in the sweep's W&B group
