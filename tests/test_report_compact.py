@@ -96,6 +96,14 @@ def test_a_sweep_without_a_papers_numbers_has_no_paper_column(sweep, tmp_path):
     assert "paper" not in text and all(len(line) <= WIDTH for line in text.splitlines())
 
 
+
+def test_every_paper_a_row_can_cite_has_a_caption():
+    from posenc.report.references import CAPTIONS, SOURCES
+
+    assert set(CAPTIONS) == set(SOURCES)
+    assert all(len(f"paper Δ: {text}") <= WIDTH for text in CAPTIONS.values())
+
+
 def test_long_cells_are_cut_to_fit():
     headers = ["row", "BLEU", "Δ [CI]", "verdict", "seeds"]
     body = [["model.args.dropout=0.1 optim.args.lr=0.002 pe=sinusoidal placement=source", "23.41 ± 0.52",
