@@ -233,3 +233,36 @@ def _try_slot(lock_dir, per_gpu):
     if slot:
         slot.release()
     return slot is not None
+
+
+FAKE_SKIP = """
+import signal, sys, time
+from posenc.trainer_stop import SAVE_AND_STOP, STOPPED_EXIT
+signal.signal(SAVE_AND_STOP, lambda *a: sys.exit(STOPPED_EXIT))  # as posenc.fairseq_train saves and stops
+print("2026-12-03 10:12:09 | WARNING | fairseq.trainer | OOM: Ran out of memory with exception: CUDA out of memory.")
+print("2026-12-03 10:12:09 | WARNING | fairseq.trainer | attempting to recover from OOM in forward/backward pass",
+      flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_batch_fairseq_drops_stops_a_sharing_cell_and_its_checkpoints_go(tmp_path, shared):
+    """Beside others, fairseq's own recovery (a dropped batch) would make another run than the cell's:
+    the step stops, the record's error says why, and no checkpoint of it is resumed from. Alone, the
+    line is fairseq's business as before."""
+    from posenc.harness.run import lifecycle
+    cell = compose_cell("gpus=1")
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "checkpoint_last.pt").write_bytes(b"after the dropped batch")
+    progress = SimpleNamespace(say=lambda line: None)
+    with pytest.raises(StepFailed) as failed:
+        lifecycle.train(cell, tmp_path, [sys.executable, "-c", FAKE_SKIP], {}, 5 if not shared else 0, False,
+                        progress, lambda line: None, shared=shared)
+    if shared:
+        assert str(failed.value).startswith(f"fairseq-train stopped: {SKIP_REASON}") and gpu_out_of_memory(
+            str(failed.value))
+        assert not (tmp_path / "checkpoints").exists()  # a rerun alone starts afresh
+    else:
+        assert "time limit" in str(failed.value)  # nothing stopped it but its limit
+        assert (tmp_path / "checkpoints" / "checkpoint_last.pt").exists()
