@@ -150,6 +150,13 @@ def test_auto_decides_from_the_cells_memory_estimate_and_the_cores(monkeypatch):
     assert share.cells_per_gpu == 6 and "limited by the cores" in share.why
     none = dict(memory=lambda: [(40.0, 80.0)], need=lambda _: need, cores=6)
     assert sharing.decide(cfg, cfg.hydra.launcher, environ={"CUDA_VISIBLE_DEVICES": ""}, **none) is None  # no GPU
+    def no_estimate(_):
+        raise ConfigError("the memory estimate of model.arch=x failed (boom): one cell a GPU; "
+                          "runtime.cells_per_gpu=N sets it")
+    fallback = sharing.decide(cfg, cfg.hydra.launcher, memory=lambda: [(40.0, 80.0)], need=no_estimate, cores=6,
+                              environ={"CUDA_VISIBLE_DEVICES": "0"})
+    assert fallback == sharing.Share(1, "auto: the memory estimate of model.arch=x failed (boom): one cell a GPU; "
+                                        "runtime.cells_per_gpu=N sets it")  # said, never a stopped sweep
     cpu = compose_cfg("experiment=table4", "gpus=0", "hydra/launcher=joblib", "hydra.launcher.n_jobs=16")
     assert sharing.decide(cpu, cpu.hydra.launcher, environ={"CUDA_VISIBLE_DEVICES": "0"}, **none) is None
     basic = compose_cfg("experiment=table4")

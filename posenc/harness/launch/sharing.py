@@ -67,9 +67,9 @@ def training_need_gib(cfg) -> float:
     try:
         parts = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        raise ConfigError(f"runtime.cells_per_gpu=auto: the memory estimate of model.arch={cfg.model.arch} failed: "
-                          f"{(proc.stderr.strip().splitlines() or ['no output'])[-1]}; "
-                          "allowed instead: runtime.cells_per_gpu=N") from None
+        raise ConfigError(f"the memory estimate of model.arch={cfg.model.arch} failed "
+                          f"({(proc.stderr.strip().splitlines() or ['no output'])[-1][:200]}): one cell a GPU; "
+                          "runtime.cells_per_gpu=N sets it") from None
     half = cfg.precision in ("fp16", "bf16")
     return parts["training_gib_half" if half else "training_gib_fp32"] + CONTEXT_GIB
 
@@ -88,7 +88,11 @@ def decide(cfg, launcher, memory=None, need=None, cores: int = None, environ=Non
     free = [f for f, _ in (memory or machine.gpu_memory_gib)()][:len(gpus)]
     if not free:
         return Share(1, "auto: torch sees no CUDA device to measure")
-    return fit_share((need or training_need_gib)(cfg), free, cores or machine_cores(), len(gpus), workers)
+    try:
+        need_gib = (need or training_need_gib)(cfg)
+    except ConfigError as err:  # no estimate: one cell a GPU, as before sharing, and the line says why
+        return Share(1, f"auto: {err}")
+    return fit_share(need_gib, free, cores or machine_cores(), len(gpus), workers)
 
 
 def share_file(sweep_dir) -> Path:
