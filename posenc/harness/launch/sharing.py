@@ -57,7 +57,8 @@ def fit_share(need_gib: float, free_gib: list, cores: int, gpus: int, workers: i
 
 def training_need_gib(cfg) -> float:
     """GiB one cell of ``cfg`` needs on a GPU: ``posenc.memory``'s estimate (in a child) + ``CONTEXT_GIB``.
-    The vocabulary is the corpus's subword size (an upper bound of its dictionary)."""
+    The vocabulary is the corpus's subword size (BPE merges or a sentencepiece vocabulary: about its
+    dictionary's size at WMT's scale, above it for a small corpus such as the synthetic one)."""
     model_args = OmegaConf.to_container(cfg.model.args, resolve=True) or {}
     vocab = int(OmegaConf.select(cfg, "data.subword_size", default=None) or DEFAULT_VOCAB)
     argv = [sys.executable, "-m", "posenc.memory", "--json", "--arch", str(cfg.model.arch), "--vocab", str(vocab),
