@@ -9,6 +9,9 @@ the harness (``posenc.harness``), which never imports fairseq itself.
 - SIGUSR2 is ignored by the trainer: SLURM's warning of a time limit (submitit's ``--signal=USR2``)
   goes to every process of the job, and USR2's default action would kill fairseq outright; the
   harness turns it into a save-and-stop instead.
+- ``EXACT_RESUME_MARK`` / ``INEXACT_RESUME_MARK``: printed by the trainer (``posenc.exact_resume``)
+  after it restored a checkpoint, with its update count; the harness reads them into the record's
+  ``resume_exact``.
 """
 
 import signal
@@ -17,3 +20,5 @@ SAVE_AND_STOP = signal.SIGTERM
 IGNORED = (signal.SIGUSR2,)
 STOPPED_MARK = "posenc: training stopped on request, checkpoint saved at update"
 STOPPED_EXIT = 75  # EX_TEMPFAIL: try again later (resume)
+EXACT_RESUME_MARK = "posenc: exact resume, random states and first-epoch batches restored at update"
+INEXACT_RESUME_MARK = "posenc: inexact resume at update"
