@@ -113,3 +113,30 @@ def test_a_resumed_cell_equals_an_uninterrupted_one(reversal_corpus, tmp_path, m
     assert re.findall(re.escape(EXACT_RESUME_MARK) + r" (\d+)", logs) == [str(u) for u in RESUMED_AT]
     assert_same_training(resumed, reference)
     assert hypotheses(reversal_corpus, resumed, tmp_path) == hypotheses(reversal_corpus, reference, tmp_path)
+
+
+def test_the_fairseq_code_exact_resume_wraps_is_where_and_as_it_was():
+    """``posenc.exact_resume`` wraps three methods of fairseq-fixed 0.12.3.1's Trainer and relies on
+    how fairseq builds and restores the training iterator: fail loudly here if a new fairseq moves them."""
+    import inspect
+
+    from fairseq import checkpoint_utils
+    from fairseq.tasks.fairseq_task import FairseqTask
+    from fairseq.trainer import Trainer
+
+    from posenc import exact_resume
+
+    def stock(name):
+        return exact_resume._STOCK.get(name, getattr(Trainer, name))
+
+    assert list(inspect.signature(stock("get_train_iterator")).parameters) == [
+        "self", "epoch", "combine", "load_dataset", "data_selector", "shard_batch_itr", "disable_iterator_cache"]
+    assert list(inspect.signature(stock("state_dict")).parameters) == ["self"]
+    assert list(inspect.signature(stock("load_checkpoint")).parameters)[:2] == ["self", "filename"]
+    assert '"extra_state": {' in inspect.getsource(stock("state_dict"))
+    assert "return extra_state" in inspect.getsource(stock("load_checkpoint"))
+    # The batches depend on the epoch the iterator is built for; a restore builds it for the saved epoch.
+    assert "numpy_seed(seed + epoch)" in inspect.getsource(FairseqTask.get_batch_iterator)
+    restore = inspect.getsource(checkpoint_utils.load_checkpoint)
+    assert 'trainer.get_train_iterator(\n            epoch=itr_state["epoch"]' in restore
+    assert "epoch_itr.load_state_dict(itr_state)" in restore
