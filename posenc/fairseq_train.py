@@ -14,9 +14,10 @@ it for every cell: a SLURM time limit, a preemption or an ``scancel`` then loses
 Save and stop: fairseq's training loop calls ``fairseq_cli.train.validate_and_save`` after every
 update; this entry wraps that function (fairseq-fixed 0.12.3.1, pinned in pyproject.toml; the test
 ``tests/test_slurm_world.py`` fails loudly if the function moves). Once a stop was asked for, the
-wrapper saves ``checkpoint_last.pt`` with fairseq's own ``checkpoint_utils.save_checkpoint`` and
-tells the loop to stop; with several GPUs the ranks agree (an all-reduce of the request) so that
-all stop after the same update.
+wrapper saves ``checkpoint_last.pt`` with fairseq's own ``checkpoint_utils.save_checkpoint`` (or,
+at an update where fairseq validates and saves anyway, lets it do so: the resumed run's best
+checkpoint is then the uninterrupted one's) and tells the loop to stop; with several GPUs the ranks
+agree (an all-reduce of the request) so that all stop after the same update.
 
 Exact resume: ``posenc.exact_resume`` makes a resumed run train on as the uninterrupted one would.
 """

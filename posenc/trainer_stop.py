@@ -3,7 +3,8 @@ says it did: shared by the trainer entry (``posenc.fairseq_train``, inside fairs
 the harness (``posenc.harness``), which never imports fairseq itself.
 
 - ``SAVE_AND_STOP`` (SIGTERM) to the trainer: it finishes the update it is in, saves
-  ``checkpoint_last.pt`` (no validation first: the time before a SIGKILL is short), prints
+  ``checkpoint_last.pt`` (no validation first, the time before a SIGKILL being short, unless
+  fairseq validates and saves at that update anyway: then as it would), prints
   ``STOPPED_MARK`` and exits with ``STOPPED_EXIT``. fairseq's own stop path logs ``done training``
   too; the mark after it says that training did not finish.
 - SIGUSR2 is ignored by the trainer: SLURM's warning of a time limit (submitit's ``--signal=USR2``)
