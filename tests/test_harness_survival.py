@@ -176,6 +176,7 @@ def test_sigterm_interrupts_and_the_rerun_resumes(root):
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     finished = record(cell)
     assert finished["status"] == "ok" and finished["resumed_from_update"] > 0 and finished["num_updates"] == 12
+    assert finished["resume_exact"] is True
     no_secret_under(cell)
 
 
