@@ -14,9 +14,12 @@ it for every cell: a SLURM time limit, a preemption or an ``scancel`` then loses
 Save and stop: fairseq's training loop calls ``fairseq_cli.train.validate_and_save`` after every
 update; this entry wraps that function (fairseq-fixed 0.12.3.1, pinned in pyproject.toml; the test
 ``tests/test_slurm_world.py`` fails loudly if the function moves). Once a stop was asked for, the
-wrapper saves ``checkpoint_last.pt`` with fairseq's own ``checkpoint_utils.save_checkpoint`` and
-tells the loop to stop; with several GPUs the ranks agree (an all-reduce of the request) so that
-all stop after the same update.
+wrapper saves ``checkpoint_last.pt`` with fairseq's own ``checkpoint_utils.save_checkpoint`` (or,
+at an update where fairseq validates and saves anyway, lets it do so: the resumed run's best
+checkpoint is then the uninterrupted one's) and tells the loop to stop; with several GPUs the ranks
+agree (an all-reduce of the request) so that all stop after the same update.
+
+Exact resume: ``posenc.exact_resume`` makes a resumed run train on as the uninterrupted one would.
 """
 
 import signal  # isort: skip
@@ -49,6 +52,8 @@ from fairseq import checkpoint_utils, options  # noqa: E402
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf  # noqa: E402
 from fairseq.distributed import utils as distributed_utils  # noqa: E402
 
+from posenc import exact_resume  # noqa: E402
+
 _STOCK_VALIDATE_AND_SAVE = train.validate_and_save
 
 
@@ -69,11 +74,20 @@ def stop_agreed(trainer) -> bool:
     return bool(flag.item() > 0)
 
 
+def saves_here(cfg, trainer, end_of_epoch) -> bool:
+    """Whether fairseq validates and saves after this update anyway (fairseq_cli.train's
+    ``do_save``: an epoch's end, ``--save-interval-updates``, ``--max-update``); the same on every rank."""
+    updates, interval = trainer.get_num_updates(), cfg.checkpoint.save_interval_updates
+    return end_of_epoch or (interval > 0 and updates % interval == 0) or updates >= (cfg.optimization.max_update or
+                                                                                  float("inf"))
+
+
 def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):
     """fairseq's own, unless a stop was asked for: then save now and stop."""
     if not stop_agreed(trainer):
         return _STOCK_VALIDATE_AND_SAVE(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
-    if end_of_epoch:  # the epoch's own validation and save first: a resumed run never validates it again
+    if saves_here(cfg, trainer, end_of_epoch):  # its validation and save first: a resumed run never does them again,
+        # and the best checkpoint is the uninterrupted run's
         valid_losses, _ = _STOCK_VALIDATE_AND_SAVE(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
     else:
         valid_losses = [None]
@@ -85,6 +99,7 @@ def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch
 def train_main(cfg, **kwargs) -> None:
     """fairseq-train's ``main`` in each training process (spawned ranks install the handlers too)."""
     install_handlers()
+    exact_resume.install()
     train.main(cfg, **kwargs)
     if _STOP["saved_at"] is not None:
         print(f"{STOPPED_MARK} {_STOP['saved_at']}", flush=True)

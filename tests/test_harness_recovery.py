@@ -17,13 +17,16 @@ import pytest
 from omegaconf import OmegaConf
 
 from posenc import atomic
+from posenc.cells.record import Record, inexact_resume
 from posenc.harness.config.limits import step_limits
+from posenc.harness.config.resolve import REDO_INEXACT, redo_setting
 from posenc.harness.errors import ConfigError
-from posenc.harness.fairseq_logs import resumed_from, stopped_by, training_summary
+from posenc.harness.fairseq_logs import resume_exact, resumed_from, stopped_by, training_summary
 from posenc.harness.hashing import cell_hashes
 from posenc.harness.run import resume
 from posenc.harness.run.failures import exit_reason, non_finite_loss
 from posenc.harness.sweep.summary import summarize
+from posenc.trainer_stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -200,6 +203,62 @@ def test_a_resumed_log_counts_only_what_the_checkpoints_hold():
     summary = training_summary(log)
     assert (summary["valid_ppl"], summary["num_updates"], summary["epochs"]) == (16.0, 20, 2)
     assert resumed_from(log[:3]) == 0
+
+
+FRESH = "INFO | fairseq.trainer | No existing checkpoint found /c/checkpoint_last.pt"
+
+
+def loaded(updates):
+    return f"INFO | fairseq.trainer | Loaded checkpoint /c/checkpoint_last.pt (epoch 2 @ {updates} updates)"
+
+
+def test_a_resume_is_exact_only_when_every_resume_restored_the_random_states():
+    exact = [FRESH, loaded(10), f"{EXACT_RESUME_MARK} 10", loaded(15), f"{EXACT_RESUME_MARK} 15"]
+    assert resume_exact(exact) is True and resume_exact([FRESH]) is None
+    # One resume without the mark (an older version's), before or after an exact one: not exact.
+    assert resume_exact([FRESH, loaded(10), loaded(15), f"{EXACT_RESUME_MARK} 15"]) is False
+    assert resume_exact([*exact, loaded(18), f"{INEXACT_RESUME_MARK} 18 (its checkpoint lacks ...)"]) is False
+    # A fresh start (redo, a changed configuration) forgets the earlier runs.
+    assert resume_exact([FRESH, loaded(10), FRESH]) is None
+
+
+def test_a_record_without_resume_exact_that_was_resumed_counts_as_inexact():
+    assert inexact_resume(Record.from_dict({"status": "ok", "resumed_from_update": 109}))  # written before issue 48
+    assert not inexact_resume(Record.from_dict({"status": "ok", "resumed_from_update": 0}))
+    assert not inexact_resume(Record.from_dict({"status": "ok", "resumed_from_update": 109, "resume_exact": True}))
+    assert inexact_resume(Record.from_dict({"status": "ok", "resumed_from_update": 109, "resume_exact": False}))
+    assert not inexact_resume(None)
+
+
+def test_redo_takes_true_false_or_inexact_and_refuses_the_rest():
+    assert (redo_setting(True), redo_setting(False), redo_setting("inexact")) == (True, False, REDO_INEXACT)
+    for bad in ("yes", 1, "inexactly"):
+        with pytest.raises(ConfigError, match=r"^redo=.* is not allowed; allowed: false, true .*inexact"):
+            redo_setting(bad)
+
+
+def test_redo_inexact_finds_the_cells_whose_training_was_or_would_be_resumed_inexactly(tmp_path):
+    cfg = cfg_of()
+    ok = {"status": "ok", "error": "", "bleu": 20.0}
+    cells = {name: tmp_path / name for name in ("fresh", "exact", "old-record", "old-log", "old-checkpoint",
+                                                "new-checkpoint")}
+    for job_dir in cells.values():
+        job_dir.mkdir()
+    (cells["fresh"] / "result.json").write_text(json.dumps({**ok, "resumed_from_update": 0}))
+    (cells["exact"] / "result.json").write_text(json.dumps({**ok, "resumed_from_update": 9, "resume_exact": True}))
+    (cells["old-record"] / "result.json").write_text(json.dumps({**ok, "resumed_from_update": 9}))
+    (cells["old-log"] / "train.log").write_text("\n".join([FRESH, loaded(9)]) + "\n")  # resumed by an old version
+    for name in ("old-checkpoint", "new-checkpoint"):
+        resume.begin_training(cells[name], cfg)
+        fake_checkpoint(cells[name] / "checkpoints" / "checkpoint_last.pt")
+    state = json.loads((cells["old-checkpoint"] / "state.json").read_text())
+    del state["exact_resume"]  # checkpoints of a version before exact resume
+    (cells["old-checkpoint"] / "state.json").write_text(json.dumps(state))
+    why = {name: resume.inexact_training(job_dir) for name, job_dir in cells.items()}
+    assert why == {"fresh": "", "exact": "", "old-record": "resumed inexactly from update 9",
+                   "old-log": "its training was resumed inexactly",
+                   "old-checkpoint": "its checkpoints were written without the random states an exact resume needs",
+                   "new-checkpoint": ""}
 
 
 # fairseq's own lines (fairseq_cli/train.py, should_stop_early / validate_and_save)

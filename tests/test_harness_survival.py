@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from posenc.cells.record import RUNNING_ERROR
 from posenc.harness.config.environment import ALWAYS
@@ -95,14 +96,15 @@ def root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def killed_sweep(root):
-    """A two-cell sweep (same training, two beam sizes) killed with SIGKILL, whole process group,
-    while its second cell trains and after that cell saved a checkpoint; then the same command again."""
+    """A two-cell sweep (the same cell under two labels) killed with SIGKILL, whole process group,
+    while its second cell trains and after that cell saved a checkpoint (the end of epoch 1: it
+    resumes in epoch 2); then the same command again."""
     sweep = root / "killed"
-    args = ["-m", *LONGER, "generation.beam=4,5", f"hydra.sweep.dir={sweep}"]
+    args = ["-m", *LONGER, "experiment_name=first,second", f"hydra.sweep.dir={sweep}"]
     proc = start(*args, cwd=root, cache=root / "cache", name="killed")
-    first, second = (lambda: next(sweep.glob("*generation.beam=4*"))), (lambda: next(sweep.glob("*generation.beam=5*")))
+    first, second = (lambda: next(sweep.glob("*=first*"))), (lambda: next(sweep.glob("*=second*")))
     wait_for(lambda: (sweep / "multirun.yaml").exists()
-             and any(sweep.glob("*generation.beam=5*/checkpoints/checkpoint_last.pt")),
+             and any(sweep.glob("*=second*/checkpoints/checkpoint_last.pt")),
              what="the second cell's first checkpoint")
     assert record(first())["status"] == "ok" and record(second())["status"] == "running"
     os.killpg(proc.pid, signal.SIGKILL)
@@ -126,8 +128,13 @@ def test_sigkill_leaves_no_trainer_and_the_rerun_resumes(killed_sweep):
     done, resumed = record(first), record(second)
     assert (done["status"], resumed["status"]) == ("ok", "ok")
     assert done["resumed_from_update"] == 0 and resumed["resumed_from_update"] > 0
-    # The same training as the uninterrupted first cell: it ends at the same update count.
-    assert resumed["num_updates"] == done["num_updates"] == 12
+    # The same training as the uninterrupted first cell, bit for bit: the same update count, the
+    # same parameters and the same hypotheses.
+    assert resumed["num_updates"] == done["num_updates"] == 12 and resumed["resume_exact"] is True
+    kept, retrained = (torch.load(c / "checkpoints" / "checkpoint_best.pt", weights_only=False)["model"]
+                       for c in (first, second))
+    assert kept.keys() == retrained.keys() and all(torch.equal(kept[k], retrained[k]) for k in kept)
+    assert (second / "hypotheses.txt").read_bytes() == (first / "hypotheses.txt").read_bytes()
     assert "resuming from checkpoints/checkpoint_last.pt" in rerun.stderr
     assert summary_line(rerun.stdout) == "2 cells: 2 ok"
 
@@ -169,6 +176,7 @@ def test_sigterm_interrupts_and_the_rerun_resumes(root):
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     finished = record(cell)
     assert finished["status"] == "ok" and finished["resumed_from_update"] > 0 and finished["num_updates"] == 12
+    assert finished["resume_exact"] is True
     no_secret_under(cell)
 
 

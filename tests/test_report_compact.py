@@ -156,6 +156,25 @@ def test_long_row_labels_stay_apart_and_every_line_fits():
     assert "| 0.3 0.0005 sinusoidal none " in text, text
 
 
+def test_a_sweep_without_a_comparison_shows_no_baseline_and_a_failed_row_as_failed():
+    """A sweep over dropout alone: every row has placement=both, so each is its own group's baseline
+    with nothing compared; no row is called the baseline, the caption says why there is no Δ. A
+    row with no finished seed is failed, never a baseline."""
+    report = kinds_report({"names": ["+model.args.dropout"], "values": [["0.1"], ["1.5"]]}, placements=("both",))
+    report.rows[1].scores = RowScores({}, seeds=[], not_ok=["seed 1 failed"])
+    text = compact_table(report)
+    cells = [[x.strip() for x in line.strip("|").split("|")] for line in table_lines(text)[2:]]
+    assert cells[0][2:4] == ["-", "-"] and cells[1][2:4] == ["-", "failed"], text
+    assert "baseline" not in "".join(table_lines(text)) and "Δ against" not in text
+    assert text.splitlines()[0] == ("BLEU: mean ± sd over seeds; no Δ: no two rows differ in placement alone "
+                                    "(see --baseline)")
+    # Beside other placements the placement=both row is the baseline again; a failed row still says so.
+    report = kinds_report({"names": ["+model.args.dropout"], "values": [["0.1"]]}, placements=("both", "none"))
+    report.rows[1].scores = RowScores({}, seeds=[], not_ok=["seed 1 failed", "seed 2 interrupted"])
+    cells = [[x.strip() for x in line.strip("|").split("|")] for line in table_lines(compact_table(report))[2:]]
+    assert cells[0][2:4] == ["baseline", "baseline"] and cells[1][2:4] == ["-", "failed, interrupted"]
+
+
 def sequential_state():
     """A seeds strategy's state: none stopped for efficacy at its 3-seed pilot, source between looks."""
     design = Design()

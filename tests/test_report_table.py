@@ -189,6 +189,27 @@ def test_cells_cut_short_by_the_time_cap_are_flagged(data, tmp_path):
     assert rows["both"]["time_capped"] == "2" and rows["none"]["time_capped"] == ""
 
 
+def test_cells_resumed_inexactly_are_flagged(data, tmp_path):
+    """A cell resumed without its random states (a version before exact resume: no ``resume_exact``
+    in its record) is close to an uninterrupted one, not equal: its row and a line below say so."""
+    root, splits, corpus = data
+    sweep = tmp_path / "resumed"
+    resumes = {1: {"resumed_from_update": 109}, 2: {"resumed_from_update": 109, "resume_exact": True},
+               3: {"resumed_from_update": 0}}
+    for seed, how in resumes.items():
+        write_cell(sweep, f"placement=both,seed={seed}", corpus, splits, hyps_for(splits, 0.1, seed), seed=seed, **how)
+        write_cell(sweep, f"placement=none,seed={seed}", corpus, splits, hyps_for(splits, 0.3, seed), seed=seed,
+                   placement="none")
+    text = report_text([sweep])
+    headers = row(text, "position embeddings")
+    assert dict(zip(headers, row(text, "both (encoder and decoder)")))["seeds ok"] == "3 (1 resumed inexactly)"
+    assert dict(zip(headers, row(text, "neither")))["seeds ok"] == "3"
+    assert "RESUMED INEXACTLY placement=both,seed=1: resumed from update 109 without" in text
+    assert "redo=inexact" in text and "placement=both,seed=2:" not in text
+    rows = {r["placement"]: r for r in table_rows(sweep)}
+    assert rows["both"]["resumed_inexactly"] == "1" and rows["none"]["resumed_inexactly"] == ""
+
+
 def test_a_record_without_its_corpus_is_untestable_not_an_error(data, tmp_path):
     root, splits, corpus = data
     sweep = tmp_path / "nocorpus"

@@ -103,6 +103,7 @@ class Record:
     device: str = None
     train_wall_s: float = None
     resumed_from_update: int = 0
+    resume_exact: bool = None  # every resume restored all a cell draws from (posenc.exact_resume); None: never resumed
     # the cell
     job_dir: str = ""
     config_hash: str = None
@@ -238,7 +239,7 @@ for _split in SPLITS:
 _ONLY_WHEN_SET = frozenset({*(field(n, "test_long") for n in SPLIT_FIELDS),
                             "bleu_options", "chrf_options", "chrf_signature", "generate_wall_s", "epochs",
                             "best_epoch", "stopped_by", "device", "config_hash", "corpus", "cell_wall_s",
-                            "trial", "valid_loss"})
+                            "trial", "valid_loss", "resume_exact"})
 
 
 def new_record(identity: dict, job_dir: Path, family: str, error: str = "") -> Record:
@@ -284,6 +285,13 @@ def error_of(record: Record):
 
 def time_capped(record: Record) -> bool:
     return record.stopped_by == TIME_CAP
+
+
+def inexact_resume(record: Record) -> bool:
+    """Whether a record's training was resumed in a way that may differ from an uninterrupted run:
+    resumed, and not known to be exact (a record from before ``resume_exact``, or a resume from a
+    checkpoint without the random states: issue 48's batch-order bug)."""
+    return record is not None and bool(record.resumed_from_update) and record.resume_exact is not True
 
 
 def family(record: Record) -> str:

@@ -4,6 +4,7 @@ import json
 import re
 
 from posenc.cells.record import TIME_CAP
+from posenc.trainer_stop import EXACT_RESUME_MARK
 
 _RECORD = re.compile(r"\| (train|valid|train_inner) \| (\{.*\})\s*$")
 
@@ -60,6 +61,21 @@ def resumed_from(log_lines) -> int:
             if updates is not None:
                 found = updates
     return found
+
+
+def resume_exact(log_lines):
+    """Whether every resume since the training's fresh start was exact: the trainer restored each
+    checkpoint with its random states (``EXACT_RESUME_MARK`` after fairseq's ``Loaded checkpoint``);
+    a resume without that line (an older version's, or a checkpoint it wrote) was not. None: never resumed."""
+    resumes = []
+    for line in log_lines:
+        if "No existing checkpoint found" in line:
+            resumes = []
+        elif loaded_checkpoint_updates(line) is not None:
+            resumes.append(False)
+        elif EXACT_RESUME_MARK in line and resumes:
+            resumes[-1] = True
+    return all(resumes) if resumes else None
 
 
 def last_saved_update(log_lines):
@@ -135,7 +151,8 @@ def training_fields(log_lines) -> dict:
     return {"valid_ppl": summary["valid_ppl"], "valid_loss": summary["valid_loss"],
             "num_updates": summary["num_updates"], "epochs": summary["epochs"],
             "best_epoch": summary["best_epoch"], "stopped_by": stopped_by(log_lines),
-            "resumed_from_update": resumed_from(log_lines), "device": training_device(log_lines)}
+            "resumed_from_update": resumed_from(log_lines), "resume_exact": resume_exact(log_lines),
+            "device": training_device(log_lines)}
 
 
 def training_summary(log_lines) -> dict:

@@ -11,6 +11,7 @@ import re
 
 from posenc.report.references import CAPTIONS
 from posenc.report.render import delta_cell, delta_ci_cell, number, score_text, seeds_ok_cell, verdict_cell
+from posenc.report.rows import baselines
 from posenc.report.sequential import adaptive_states, short_stop
 
 WIDTH = 100
@@ -85,6 +86,23 @@ def headers_of(report) -> list:
     return HEADERS[:3] + [PAPER] + HEADERS[3:] if paper_sources(report) else HEADERS
 
 
+def compared_rows(report) -> set:
+    """``id`` of each row another row is compared with. A row that is its group's baseline with
+    nothing to compare (every row of a sweep over dropout has placement=both) is not one."""
+    bases = baselines(report.rows, report.settings.baseline)
+    return {id(base) for key, base in bases.items() if base is not None and id(base) != key}
+
+
+def row_cells(row, compared: set, state) -> list:
+    """A row's Δ and verdict cells: ``baseline`` where others are compared with it, its statuses
+    where no seed finished (a failed row is shown failed, never as a baseline), else its comparison."""
+    if not row.scores.seeds_ok:
+        return ["-", ", ".join(dict.fromkeys(n.split(" ", 2)[-1] for n in row.scores.not_ok)) or "no seed"]
+    if row.comparisons["test"].p_note == "baseline":
+        return ["baseline", "baseline"] if id(row) in compared else ["-", "-"]
+    return [delta_text(row, False), verdict_text(row, state)]
+
+
 def seeds_text(scores) -> str:
     not_ok = len(scores.not_ok)
     return seeds_ok_cell(scores) + (f", {not_ok} not ok" if not_ok else "")
@@ -96,13 +114,13 @@ def compact_rows(report) -> tuple:
     rather than being cut where it tells the rows apart."""
     states = adaptive_states(report.rows, report.sweep)
     headers, paper = headers_of(report), bool(paper_sources(report))
+    compared = compared_rows(report)
     body = []
     for label, row in zip(row_labels(report), report.rows):
-        baseline = row.comparisons["test"].p_note == "baseline"
-        cells = [label, score_text(row.scores.split("test").bleu), delta_text(row, baseline)]
+        delta, verdict = row_cells(row, compared, states.get(id(row)))
+        cells = [label, score_text(row.scores.split("test").bleu), delta]
         cells += [number(row.paper.delta, digits=1, signed=True)] if paper else []
-        body.append(cells + ["baseline" if baseline else verdict_text(row, states.get(id(row))),
-                             seeds_text(row.scores)])
+        body.append(cells + [verdict, seeds_text(row.scores)])
     style = label_style(report, headers, body) if body else "keys"
     for cells, label in zip(body, row_labels(report, style)):
         cells[0] = label
@@ -159,7 +177,9 @@ def aligned(headers, body, widths) -> list:
 def caption(report, style: str = "keys") -> list:
     """What the numbers are, in a line or three of at most WIDTH columns."""
     key, value = report.settings.baseline
-    lines = [f"BLEU: mean ± sd over seeds; Δ against {key}={value} [95% CI], * where the verdict is better/worse"]
+    lines = [f"BLEU: mean ± sd over seeds; Δ against {key}={value} [95% CI], * where the verdict is better/worse"
+             if compared_rows(report) else
+             f"BLEU: mean ± sd over seeds; no Δ: no two rows differ in {key} alone (see --baseline)"]
     if style == "values":
         lines.append("row: " + " ".join(row_keys(report)))
     if adaptive_states(report.rows, report.sweep):

@@ -6,7 +6,7 @@ import io
 
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
-from posenc.cells.record import error_of, is_ok, status_of, time_capped
+from posenc.cells.record import error_of, inexact_resume, is_ok, status_of, time_capped
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key
 from posenc.report.sequential import short_stop, stopped_rows, strategy_notes, strategy_table
@@ -96,8 +96,9 @@ def ci_cell(ci) -> str:
 
 
 def seeds_ok_cell(scores) -> str:
-    capped = len(scores.time_capped)
-    return f"{scores.seeds_ok} ({capped} time-capped)" if capped else str(scores.seeds_ok)
+    marks = [f"{len(seeds)} {what}" for seeds, what in ((scores.time_capped, "time-capped"),
+                                                         (scores.resumed_inexactly, "resumed inexactly")) if seeds]
+    return f"{scores.seeds_ok} ({', '.join(marks)})" if marks else str(scores.seeds_ok)
 
 
 def identity_cells(row) -> list:
@@ -267,6 +268,11 @@ def status_notes(report) -> list:
                          f"{rec.num_updates} updates, in epoch {rec.epochs}, before its planned "
                          "epochs; its scores depend on the machine's speed (a rerun with "
                          "budget.max_time_min=0 trains it in full)")
+        if is_ok(rec) and inexact_resume(rec):
+            lines.append(f"RESUMED INEXACTLY {cell.name}: resumed from update {rec.resumed_from_update} without "
+                         "the random states and first-epoch batches an exact resume restores (a version before "
+                         "issue 48): close to an uninterrupted run, not equal; a rerun with redo=inexact "
+                         "retrains it from scratch")
     lines += [f"MISSING {name}: planned, never reported" for name in sweep.missing]
     lines += [f"UNREADABLE {name}/{RESULT_FILE}: {why}" for name, why in sweep.unreadable]
     if (sweep.dir / PLAN_FILE).exists() and not sweep.planned:

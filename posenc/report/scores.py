@@ -36,13 +36,15 @@ class SplitScores:
 @dataclass
 class RowScores:
     """A row's scores: per split (``test``, and ``test_long`` when a cell scored it), the validation
-    perplexity, BLEU's interval on test, and which seeds finished, failed or were time-capped."""
+    perplexity, BLEU's interval on test, and which seeds finished, failed, were time-capped or resumed
+    inexactly."""
     splits: dict = dc_field(default_factory=dict)   # split -> SplitScores
     valid_ppl: MeanSd = MeanSd()
     bleu_ci: Interval = Interval()
     seeds: list = dc_field(default_factory=list)         # the seeds that finished ok
     not_ok: list = dc_field(default_factory=list)        # "seed 2 failed", one per cell that did not
     time_capped: list = dc_field(default_factory=list)   # the ok seeds stopped at budget.max_time_min
+    resumed_inexactly: list = dc_field(default_factory=list)  # the ok seeds resumed inexactly (issue 48)
 
     @property
     def seeds_ok(self) -> int:
@@ -65,7 +67,8 @@ class RowScores:
         out.update(bleu_ci_low=self.bleu_ci.low, bleu_ci_high=self.bleu_ci.high, bleu_ci_kind=self.bleu_ci.kind)
         for split, scores in self.splits.items():
             out[field("chrf", split)], out[field("chrf", split) + "_sd"] = scores.chrf.mean, scores.chrf.sd
-        out.update(seeds=self.seeds, seeds_ok=self.seeds_ok, not_ok=self.not_ok, time_capped=self.time_capped)
+        out.update(seeds=self.seeds, seeds_ok=self.seeds_ok, not_ok=self.not_ok, time_capped=self.time_capped,
+                   resumed_inexactly=self.resumed_inexactly)
         return out
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from posenc.cells.record import field, is_ok, status_of, time_capped
+from posenc.cells.record import field, inexact_resume, is_ok, status_of, time_capped
 from posenc.metrics import bootstrap_ci, corpus_score
 from posenc.report.scores import Interval, MeanSd, RowScores, SplitScores
 from posenc.report.significance import paired_test
@@ -87,7 +87,10 @@ def row_scores(row, has_long: bool) -> None:
         not_ok=[f"seed {c.record.seed} {status_of(c.record)}" for c in row.cells if not is_ok(c.record)],
         # Finished, but training stopped at budget.max_time_min before its planned epochs: its score
         # says how far this machine got in that time, not what the configuration reaches.
-        time_capped=[c.record.seed for c in row.ok_cells() if time_capped(c.record)])
+        time_capped=[c.record.seed for c in row.ok_cells() if time_capped(c.record)],
+        # Resumed from a checkpoint without its random states (before issue 48): close to an
+        # uninterrupted run, not equal; redo=inexact retrains them.
+        resumed_inexactly=[c.record.seed for c in row.ok_cells() if inexact_resume(c.record)])
 
 
 def bleu_interval(row) -> Interval:

@@ -30,6 +30,8 @@ from posenc.harness.hashing import Hashes, cell_hashes
 from posenc.kinds import grid_skip_reason
 from posenc.kinds_file import ENV as KINDS_ENV
 
+REDO_INEXACT = "inexact"  # redo=inexact: retrain from scratch the cells resumed inexactly (issue 48), keep the rest
+
 
 @dataclass(frozen=True)
 class Generation:
@@ -64,7 +66,7 @@ class ResolvedCell:
     data: CorpusConfig      # cfg.data, parsed and checked
     cache_dir: Path
     keep_checkpoints: str
-    redo: bool
+    redo: object            # False, True (every cell afresh) or REDO_INEXACT (cells resumed inexactly afresh)
     logger: dict            # the logger group (name, project, ...)
     hashes: Hashes          # config and training hashes, today's and before the optim group
     resolved_config: dict = None
@@ -162,6 +164,14 @@ def _cell(cfg, name: CellName, spec: CellSpec, kinds) -> ResolvedCell:
         save_interval_updates=int(budget.get("save_interval_updates", 0) or 0),
         generation=Generation(gen.beam, gen.batch_size, gen.max_len_a, gen.max_len_b, bool(gen.test_long)),
         data=data, cache_dir=Path(cfg.paths.cache_dir), keep_checkpoints=cfg.keep_checkpoints,
-        redo=bool(cfg.get("redo", default("redo"))), logger=logger, hashes=cell_hashes(cfg, kinds),
+        redo=redo_setting(cfg.get("redo", default("redo"))), logger=logger, hashes=cell_hashes(cfg, kinds),
         resolved_config=resolved_config,
         trial=trial, cells_per_gpu=cells_per_gpu(cfg.runtime.get("cells_per_gpu", AUTO)))
+
+
+def redo_setting(value):
+    """``redo``: false, true, or ``inexact``; anything else is refused in one line."""
+    if isinstance(value, bool) or value == REDO_INEXACT:
+        return value
+    raise ConfigError(f"redo={value!r} is not allowed; allowed: false, true (every cell afresh), "
+                      f"{REDO_INEXACT} (only cells resumed inexactly afresh)")

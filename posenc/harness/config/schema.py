@@ -48,7 +48,7 @@ class RootSchema:
     generation: Any = field(default_factory=GenerationSchema)
     paths: Any = field(default_factory=PathsSchema)
     keep_checkpoints: Any = "best"   # best | all | none
-    redo: Any = False                # true: run finished cells again from scratch
+    redo: Any = False                # true: run finished cells again from scratch; inexact: those resumed inexactly
     progress: Any = True             # a status line per epoch on stderr
 
 

@@ -19,6 +19,7 @@ from posenc.corpora import prepare_corpus
 from posenc.harness.config.commands import commands_script, generate_command, train_command
 from posenc.harness.config.environment import child_environment
 from posenc.harness.config.precision import check_hardware
+from posenc.harness.config.resolve import REDO_INEXACT
 from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
 from posenc.harness.run import resume
 from posenc.harness.run.failures import SKIP_REASON, non_finite_loss, skipped_batch
@@ -80,9 +81,11 @@ def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, prun
     env = {**cell.environment, **(env or {})}
     job_dir = Path(job_dir)
     with cell_lock(job_dir, progress.say):
-        if cell.redo:
+        inexact = resume.inexact_training(job_dir) if cell.redo == REDO_INEXACT else ""
+        if cell.redo is True or inexact:
             resume.start_over(job_dir)
-            progress.say("redo=true: starting afresh")
+            progress.say(f"redo={REDO_INEXACT}: {inexact}: starting afresh" if inexact else
+                         "redo=true: starting afresh")
         else:
             earlier = finished_result(job_dir, cell)
             if earlier:

@@ -7,7 +7,12 @@ configuration the checkpoints belong to and, once training ended, its summary. A
 - resumes an unfinished cell from ``checkpoints/checkpoint_last.pt`` with fairseq's own restore
   (optimizer, scheduler, data iterator and update count carry on);
 - starts afresh, and says why, when the training configuration changed, on ``redo=true``, or
-  when there is nothing intact to resume from.
+  when there is nothing intact to resume from; on ``redo=inexact`` when its training was, or would
+  be, resumed inexactly (``inexact_training``).
+
+A resume is exact (``posenc.exact_resume``, in the trainer) when its checkpoint holds the random
+states; ``state.json``'s ``exact_resume`` says that the checkpoints were written by a trainer that
+saves them.
 
 Only checkpoints that fairseq wrote into the cell's own ``checkpoints/`` are ever loaded: a
 symbolic link in there, or a file cut short (the zip archive torch writes lacks its end record),
@@ -23,7 +28,8 @@ from pathlib import Path
 
 from posenc.atomic import copy_atomic, write_json_atomic
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, LAST, RESULT_FILE, STATE_FILE, TRAIN_LOG
-from posenc.harness.fairseq_logs import NEW_RUN, training_fields
+from posenc.cells.record import Record, inexact_resume
+from posenc.harness.fairseq_logs import NEW_RUN, resume_exact, training_fields
 from posenc.trainer_stop import STOPPED_MARK
 
 _INTERVAL = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
@@ -128,10 +134,28 @@ def _resumable(saved: Path):
     return None
 
 
+def inexact_training(job_dir: Path) -> str:
+    """Why the cell's training is not what an uninterrupted run gives, or "": a finished record
+    resumed inexactly, an inexact resume in its train log, or checkpoints to resume from that an
+    older trainer wrote (without the random states)."""
+    record = Record.read(job_dir)
+    if record is not None and record.ok:
+        return f"resumed inexactly from update {record.resumed_from_update}" if inexact_resume(record) else ""
+    log = Path(job_dir) / TRAIN_LOG
+    if log.exists() and resume_exact(log.read_text(encoding="utf-8", errors="replace").splitlines()) is False:
+        return "its training was resumed inexactly"
+    state = read_state(job_dir)
+    if state and not state.get("exact_resume") and any((Path(job_dir) / CHECKPOINTS).glob("*.pt")):
+        return "its checkpoints were written without the random states an exact resume needs"
+    return ""
+
+
 def begin_training(job_dir: Path, cell) -> dict:
-    """Record which configuration the checkpoints about to be written belong to."""
+    """Record which configuration the checkpoints about to be written belong to, and that they
+    hold what an exact resume needs."""
     state = read_state(job_dir) or {}
-    state = {"training_hash": cell.hashes.training, "finished": False, "train_wall_s": state.get("train_wall_s", 0.0)}
+    state = {"training_hash": cell.hashes.training, "finished": False, "train_wall_s": state.get("train_wall_s", 0.0),
+             "exact_resume": True}
     write_json_atomic(Path(job_dir) / STATE_FILE, state)
     return state
 
