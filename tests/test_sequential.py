@@ -216,7 +216,8 @@ def test_graphical_holm_passes_a_rejected_rows_alpha_and_retests_earlier_looks()
             "B": [_look(3, (t3[3] + t2[3]) / 2, -2.0), _look(5, 0.5, -0.3)],
             "C": [_look(3, 0.4), _look(5, t1[5] * 2)]}
     out = decide(DEFAULT, 2.0, rows)
-    assert (out["A"].stopped, out["A"].verdict, out["A"].look.n, out["A"].level) == (EFFICACY, BETTER, 5, 0.05 / 3)
+    # A crosses at both looks: its decision is the first crossing (issue 49), not the latest.
+    assert (out["A"].stopped, out["A"].verdict, out["A"].look.n, out["A"].level) == (EFFICACY, BETTER, 3, 0.05 / 3)
     assert (out["B"].stopped, out["B"].verdict, out["B"].look.n) == (EFFICACY, WORSE, 3)
     assert out["B"].level == pytest.approx(0.025) and out["B"].why == "efficacy at 3 seeds"
     assert out["C"].stopped == "" and out["C"].level == pytest.approx(0.05) and out["C"].verdict == ""
@@ -229,6 +230,21 @@ def test_graphical_holm_passes_a_rejected_rows_alpha_and_retests_earlier_looks()
         again = decide(DEFAULT, effect, rows)
         assert {k: (d.stopped == EFFICACY, d.verdict) for k, d in again.items() if d.stopped == EFFICACY} == \
             {"A": (True, BETTER), "B": (True, WORSE)}
+
+
+def test_a_retest_reports_the_first_look_that_crosses_not_the_latest():
+    """Issue 49 item 3: B is open at α/2 with looks at 3, 4 and 5, crossing none at α/2; once A is
+    rejected B is retested at α, where its looks at 4 and 5 both cross. Its decision is the first
+    crossing (4): the stage-wise p and the median-unbiased Δ assume no crossing before the stop."""
+    t2, t1 = (DEFAULT.thresholds(0.05 / k) for k in (2, 1))
+    between = [(t2[n] + t1[n]) / 2 for n in (4, 5)]
+    assert all(t1[n] > b > t2[n] for n, b in zip((4, 5), between))
+    rows = {"A": [_look(3, 0.5), _look(4, 0.5), _look(5, t2[5] / 2)],
+            "B": [_look(3, 0.5, 1.0), _look(4, between[0], 1.0), _look(5, between[1], 1.0)]}
+    out = decide(DEFAULT, 2.0, rows)
+    assert out["A"].stopped == EFFICACY and out["A"].level == pytest.approx(0.025)
+    assert (out["B"].stopped, out["B"].look.n, out["B"].why) == (EFFICACY, 4, "efficacy at 4 seeds")
+    assert out["B"].level == pytest.approx(0.05) and out["B"].look.p == pytest.approx(between[0])
 
 
 def test_frozen_decisions_stay_and_count():

@@ -21,8 +21,8 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   for the m rows sharing one baseline; frozen holds the Decisions taken at earlier calls (a stopped
   row's verdict never changes). Returns a Decision for every row: ``stopped`` "" (go on),
   EFFICACY, FUTILITY or MAX; ``why`` as the table says it; ``verdict`` (""
-  while going on); ``look`` (for efficacy the latest look that crosses, an earlier one where a
-  retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
+  while going on); ``look`` (for efficacy the first look that crosses at the row's level, an earlier one than
+  its latest where a retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
   interval at that look, at the row's level); ``level`` (α / rows not rejected when it stopped).
   Decisions and Looks are JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
 - After a stop: ``stagewise_p(design, n, p, alpha)``, the stage-wise ordering p of a row that
@@ -550,8 +550,8 @@ def decide(design: Design, effect: float, rows: dict, frozen: dict = None) -> di
             if name in out or not looks.get(name):
                 continue
             hits = [x for x in looks[name] if x.n in table and x.p <= table[x.n]]
-            if hits:
-                crossed[name] = hits[-1]
+            if hits:   # the first crossing: the stage-wise ordering and the median-unbiased Δ assume none before it
+                crossed[name] = hits[0]
         for name, look in crossed.items():
             look = _judged(look, design, effect, level)
             out[name] = Decision(EFFICACY, f"efficacy at {look.n} seeds", BETTER if look.delta > 0 else WORSE, look,
