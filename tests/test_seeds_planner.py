@@ -332,6 +332,8 @@ def test_an_efficacy_stop_by_a_retest_at_an_earlier_look_keeps_that_look_for_its
     assert (source.stopped, source.why, source.verdict, source.stop_n) == (sequential.EFFICACY, "efficacy at 4 seeds",
                                                                            "better", 4)
     assert [x.n for x in source.looks] == [3, 4, 5]
+    # Each look's paired seeds are kept: the table's columns of this row are over the look at 4's (issue 49).
+    assert source.look_seeds == [[1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4, 5]]
     judged = source.stop_look()
     assert judged.delta == at4.delta and judged.threshold == pytest.approx(whole[4])
     half = scipy_stats.t.ppf(1 - whole[4] / 2, at4.df) * at4.se

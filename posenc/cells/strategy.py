@@ -128,6 +128,7 @@ class SeedsRow:
     why: str = ""                 # the stop in the table's words (``efficacy at 3 seeds``)
     verdict: str = ""             # frozen at the stop: better, worse, no evidence
     looks: list = field(default_factory=list)       # sequential.Look, in the order they were taken
+    look_seeds: list = field(default_factory=list)  # each look's paired seeds (a state before issue 49 has none)
     ci: list = None               # the repeated CI of Δ at the stopping look, at the row's level
     stop_n: int = None            # the stopping look's seeds (an efficacy stop by a retest: an earlier look)
     level: float = None           # the α its family gave it at the stopping look
@@ -147,6 +148,14 @@ class SeedsRow:
         if self.stop_n is not None:
             return next(x for x in self.looks if x.n == self.stop_n)
         return self.looks[-1] if self.looks else None
+
+
+def row_json(row: SeedsRow) -> dict:
+    """A row as its state keeps it; a state written before the looks' seeds were kept stays as it was."""
+    out = asdict(row)
+    if not out["look_seeds"]:
+        del out["look_seeds"]
+    return out
 
 
 @dataclass
@@ -179,7 +188,7 @@ class SeedsState:
 
     def to_json(self) -> dict:
         return {"strategy": self.strategy, "settings": self.settings.as_state(),
-                "rows": [asdict(r) for r in self.rows], "cells": [asdict(c) for c in self.cells]}
+                "rows": [row_json(r) for r in self.rows], "cells": [asdict(c) for c in self.cells]}
 
     @classmethod
     def of(cls, data: dict) -> "SeedsState":
@@ -237,7 +246,7 @@ class TuneRow:
                "trials": [asdict(t) for t in self.trials],
                "best": None if self.best is None else asdict(self.best), "seeds": self.seeds}
         if self.plan is not None:
-            out["plan"] = asdict(self.plan)
+            out["plan"] = row_json(self.plan)
         return out
 
     @classmethod

@@ -7,7 +7,7 @@ with "…" (a label in its middle) so that a line never wraps in a terminal of `
 
 import re
 
-from posenc.report.render import delta_cell, delta_ci_cell, score_text, seeds_ok_cell, verdict_cell
+from posenc.report.render import delta_cell, delta_ci_cell, other_level, score_text, seeds_ok_cell, verdict_cell
 from posenc.report.sequential import adaptive_states, short_stop
 
 WIDTH = 100
@@ -142,7 +142,11 @@ def aligned(headers, body, widths) -> list:
 def caption(report, style: str = "keys") -> list:
     """What the numbers are, in a line or three of at most WIDTH columns."""
     key, value = report.settings.baseline
-    lines = [f"BLEU: mean ± sd over seeds; Δ against {key}={value} [95% CI], * where the verdict is better/worse"]
+    marked = any(other_level(r.verdicts[("bleu", "test")]) for r in report.rows if ("bleu", "test") in r.verdicts)
+    # A sequential row's interval is its repeated CI at its row's level, marked with that level.
+    level, star = ("CI: 95% or as marked", "*: better/worse") if marked else \
+        ("95% CI", "* where the verdict is better/worse")
+    lines = [f"BLEU: mean ± sd over seeds; Δ against {key}={value} [{level}], {star}"]
     if style == "values":
         lines.append("row: " + " ".join(row_keys(report)))
     if adaptive_states(report.rows, report.sweep):

@@ -252,6 +252,8 @@ class SeedsPlanner:
         if not hasattr(test, "delta"):
             row.state.stopped, row.state.why = UNTESTABLE, test or "no comparison with its baseline"
             return
+        if len(row.state.look_seeds) == len(row.state.looks):  # a state before issue 49 kept none: it gets none
+            row.state.look_seeds.append(sorted(self.looked_at(row), key=float))
         row.state.looks.append(sequential.Look.of(test))
         if len(row.state.looks) == 1:
             row.state.unreachable = unreachable(test, design, float(self.settings.effect), level)
