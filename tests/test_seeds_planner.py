@@ -160,7 +160,7 @@ def test_a_rerun_with_another_design_is_refused(tmp_path, given, message):
 def test_a_state_from_before_the_verdicts_thresholds_resumes_only_as_it_started(tmp_path):
     """A state without a statistic ran the seeds-only table: the default (the verdict's t) is refused
     in one line that says so, with the state untouched; statistic=seeds resumes it as it started."""
-    plan = planner(statistic="seeds")
+    plan = planner()   # its pilot's batch: the same whatever the table
     step(plan, {})
     state = plan.state().to_json()
     del state["settings"]["statistic"]
@@ -433,3 +433,28 @@ def test_dropping_a_row_that_renames_the_others_is_named_as_the_one_row_dropped(
     with pytest.raises(StrategyError) as err:
         planner(jobs=jobs[1:], before=plan.state(), baseline="optim.args.lr=0.002")
     assert str(err.value) == f"row optim.args.lr=1e-9 dropped: {FAMILY_ENDS}"
+
+
+def test_a_new_sweep_refuses_the_seeds_only_table_and_a_level_its_simulation_cannot_resolve(tmp_path):
+    """Issue 49 item 6: statistic=seeds (too permissive for the verdict's t) and a level at which a
+    look would be crossed by fewer than 1,000 of the 2,000,000 null paths (its threshold 0 or a
+    guess) are refused for a new sweep, in one line naming the smallest level that resolves."""
+    with pytest.raises(StrategyError, match=r"^hydra\.sweeper\.statistic=seeds .* allowed for a new sweep: "
+                                            r"statistic=verdict$"):
+        planner(statistic="seeds")
+    with pytest.raises(StrategyError) as err:
+        planner(alpha=1e-5)
+    text = str(err.value)
+    assert text.startswith("hydra.sweeper.alpha=5e-06 leaves a look ") and "\n" not in text
+    smallest = float(text.split("a level of at least ")[1].split()[0])
+    design = sequential.Design()
+    # The level named is the edge: at it every look is crossed often enough, just below it one is not,
+    # and at 1e-5 a threshold of the table really is 0.
+    assert design.unresolved(smallest * 1.001) == "" and design.unresolved(smallest * 0.99) != ""
+    assert min(design.thresholds(1e-5 / 2).values()) == 0.0
+    assert min(design.thresholds(smallest * 1.001).values()) > 0
+    # Seven rows against one baseline at α = 0.05: α/7 is below that edge for the default design.
+    seven = [[f"model.args.dropout=0.{i}"] for i in range(8)]
+    with pytest.raises(StrategyError, match=r"\(7 rows share a baseline\)$"):
+        planner(jobs=seven, baseline="model.args.dropout=0.0")
+    assert planner(jobs=seven[:7], baseline="model.args.dropout=0.0").rows   # six rows: α/6 resolves

@@ -93,6 +93,7 @@ PATHS, PATHS_SEED = 2_000_000, 20261202   # the thresholds' Monte Carlo: paths a
 VERDICT_PATHS = 400_000                    # paths per shared part of the verdict's t (``shared_grid``)
 SHARED_TOP, SHARED_FLOOR = 0.08, 0.004     # the shared parts tried, in units of the seeds' σ²
 POWER = 0.8                   # the power "could still have found" and ``reachable`` speak of
+MIN_CROSSINGS = 1_000         # a look's null crossings (of PATHS) below which its threshold is not estimated
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,29 @@ class Design:
         alpha = self.alpha if alpha is None else float(alpha)
         table = _thresholds(self.spending, float(self.gamma), self.pilot_seeds, self.max_seeds, alpha, self.statistic)
         return dict(zip(range(self.pilot_seeds, self.max_seeds + 1), table))
+
+
+    def unresolved(self, alpha: float = None) -> str:
+        """Why the thresholds at level ``alpha`` cannot be simulated, in one line naming the smallest
+        level that can, or "": a look whose α to spend is crossed by fewer than MIN_CROSSINGS of the
+        seeds' PATHS null paths (its threshold would be 0, or a Monte Carlo guess). Arithmetic only."""
+        alpha = self.alpha if alpha is None else float(alpha)
+        fewest = _fewest_crossings(self, alpha)
+        if fewest >= MIN_CROSSINGS:
+            return ""
+        low, high = alpha, 1.0
+        for _ in range(60):   # the crossings grow with the level: bisect for the smallest that resolves
+            mid = math.sqrt(low * high)
+            low, high = (low, mid) if _fewest_crossings(self, mid) >= MIN_CROSSINGS else (mid, high)
+        return (f"alpha={alpha:.4g} leaves a look {fewest:.0f} of the thresholds' {PATHS:,} simulated null paths to "
+                f"cross (at least {MIN_CROSSINGS:,} needed, or a threshold is 0 or a guess); allowed: a level of "
+                f"at least {high:.4g} for each row (alpha / the rows sharing a baseline), fewer rows, or fewer looks")
+
+
+def _fewest_crossings(design: Design, alpha: float) -> float:
+    """The fewest null paths (of PATHS) whose first crossing a look of ``design`` spends at ``alpha``."""
+    spent = np.array(list(design.spent(alpha).values()))
+    return float(np.diff(spent, prepend=0.0).min() * PATHS)
 
 
 DESIGN_SETTINGS = tuple(f.name for f in fields(Design))  # a state keeps them flat, beside the strategy's own

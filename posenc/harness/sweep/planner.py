@@ -77,6 +77,19 @@ def checked_settings(given: dict) -> SeedsSettings:
     return settings
 
 
+def new_design_check(design: sequential.Design, rows: int) -> None:
+    """StrategyError for a design a new sweep must not start with: the seeds-only table (too
+    permissive for the verdict's t: up to 1.16 times α/5), or a level α/m (``rows``: the largest
+    family) whose thresholds the simulation cannot resolve. A sweep that started so resumes as it ran."""
+    if design.statistic == "seeds":
+        raise StrategyError("hydra.sweeper.statistic=seeds is the seeds-only table of sweeps started before "
+                            "2026-12-03, too permissive for the verdict's t (up to 1.16 times its level at α/5); "
+                            "allowed for a new sweep: statistic=verdict")
+    problem = design.unresolved(design.alpha / rows)
+    if problem:
+        raise StrategyError(f"hydra.sweeper.{problem} ({rows} rows share a baseline)")
+
+
 def report_settings(settings) -> Settings:
     """The report's settings for a seeds strategy's settings (``SeedsSettings``, or an old rule's):
     the table, its power section and every look use the strategy's baseline, effect and test size."""
@@ -140,6 +153,8 @@ class SeedsPlanner:
             raise StrategyError(f"hydra.sweeper.baseline={base_key}={base_value}: no row of the sweep is compared "
                                 f"with a {base_key}={base_value} row; allowed: a grid with a baseline row and rows "
                                 f"that differ from it in {base_key} (e.g. placement=both,none)")
+        if before is None:   # a new sweep: only a design whose thresholds hold and can be simulated
+            new_design_check(settings.design, max(len(f) for f in planner.families()))
         return planner
 
     def resume(self, before: SeedsState) -> None:
