@@ -445,8 +445,10 @@ def test_a_new_sweep_refuses_the_seeds_only_table_and_a_level_its_simulation_can
     with pytest.raises(StrategyError) as err:
         planner(alpha=1e-5)
     text = str(err.value)
-    assert text.startswith("hydra.sweeper.alpha=5e-06 leaves a look ") and "\n" not in text
-    smallest = float(text.split("a level of at least ")[1].split()[0])
+    assert text.startswith("hydra.sweeper.alpha=1e-05 over 2 rows sharing a baseline: the level 5e-06 leaves a "
+                           "look ") and "\n" not in text
+    smallest = float(text.split("the smallest level that resolves is ")[1].split(";")[0])
+    assert text.endswith(f"allowed: alpha >= {2 * smallest:.4g} for 2 rows, fewer rows, or fewer looks")
     design = sequential.Design()
     # The level named is the edge: at it every look is crossed often enough, just below it one is not,
     # and at 1e-5 a threshold of the table really is 0.
@@ -455,6 +457,6 @@ def test_a_new_sweep_refuses_the_seeds_only_table_and_a_level_its_simulation_can
     assert min(design.thresholds(smallest * 1.001).values()) > 0
     # Seven rows against one baseline at α = 0.05: α/7 is below that edge for the default design.
     seven = [[f"model.args.dropout=0.{i}"] for i in range(8)]
-    with pytest.raises(StrategyError, match=r"\(7 rows share a baseline\)$"):
+    with pytest.raises(StrategyError, match=r"^hydra\.sweeper\.alpha=0\.05 over 7 rows sharing a baseline: "):
         planner(jobs=seven, baseline="model.args.dropout=0.0")
     assert planner(jobs=seven[:7], baseline="model.args.dropout=0.0").rows   # six rows: α/6 resolves

@@ -67,6 +67,11 @@ def state(sweep):
     (["hydra.sweeper.futility=1.5"], "hydra.sweeper.futility=1.5 is not allowed; allowed: 0 < futility < 1"),
     (["hydra.sweeper.pilot_seeds=1"], "hydra.sweeper.pilot_seeds=1 is not allowed; allowed: 2 or more"),
     (["hydra.sweeper.min_seeds=7"], "hydra.sweeper.min_seeds=7 was the replaced rule's floor"),
+    # issue 49: a new sweep on the seeds-only table, or at a level whose thresholds cannot be simulated
+    (["hydra.sweeper.statistic=seeds"], "hydra.sweeper.statistic=seeds is the seeds-only table"),
+    (["hydra.sweeper.alpha=1e-5"], "hydra.sweeper.alpha=1e-05 over 1 rows sharing a baseline: the level 1e-05 "
+                                   "leaves a look "),
+    (["hydra.sweeper.adopt=maybe"], "hydra.sweeper.adopt='maybe' is not allowed; allowed: true or false"),
 ])
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     sweep = tmp_path / "sweep"
@@ -75,6 +80,22 @@ def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith(f"posenc-run: error: {message}"), line
     assert not sweep.exists() or not any(p.is_dir() for p in sweep.iterdir())  # no cell started
+
+
+def test_cells_in_a_directory_without_a_state_are_refused_unless_adopted(tmp_path):
+    """Issue 49 item 6: cells found where no seeds state is would all enter the design's first look
+    at once; a new sweep there is refused in one line, with nothing run and nothing written."""
+    sweep = tmp_path / "sweep"
+    cell = sweep / "placement=both,seed=1"
+    cell.mkdir(parents=True)
+    (cell / "result.json").write_text("{}")
+    out = run(sweep, tmp_path / "cache", *SMOKE, *STRATEGY, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"posenc-run: error: {sweep} holds 1 cells (e.g. placement=both,seed=1) but no "
+                           f"{SEEDS_FILE}") and line.endswith("or hydra.sweeper.adopt=true to adopt them "
+                                                             "(the state and the table say so)"), line
+    assert sorted(p.name for p in sweep.iterdir()) == ["placement=both,seed=1"]
 
 
 def test_max_seeds_changed_on_the_rerun_of_a_started_sweep_is_refused(tmp_path):
@@ -129,6 +150,7 @@ def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_l
     launched = [line for line in (again.stdout + again.stderr).splitlines() if "seeds strategy: batch of" in line]
     assert len(launched) == 1 and "batch of 4 " in launched[0], launched
     # The same decisions: the pilot's look is the one taken before the kill; the look after it stops the row.
+    assert sorted(state(sweep)["adopted"]) == sorted(p.parent.name for p in pilot)
     done = {r["row"]: r for r in state(sweep)["rows"]}
     row = done["optim.args.lr=1e-09"]
     assert row["looks"][0] == frozen["looks"][0] and [look["n"] for look in row["looks"]] == [3, 5]
@@ -239,10 +261,11 @@ def retest_design(looks: dict):
 def fixed_looks(sweep, counts) -> dict:
     """{row: [{"n", "p"}, ...]}: each row's verdict test against optim.args.lr=0.002 over its first n
     seeds, for each n in ``counts``, from a fixed grid's cells (as a look of the planner takes it)."""
-    from dataclasses import replace
+    from dataclasses import asdict, replace
 
     from posenc.report.rows import Settings
     from posenc.report.table import reports_of
+    from posenc.stats import sequential
 
     settings = Settings(baseline=("optim.args.lr", "0.002"), sentence_test=False)
     read, out = read_sweep(sweep), {}
@@ -252,7 +275,8 @@ def fixed_looks(sweep, counts) -> dict:
         for row in report.rows:
             test = row.tests.get(("bleu", "test"))
             if test is not None:
-                out.setdefault(f"optim.args.lr={row.identity['optim.args.lr']}", []).append({"n": n, "p": test.p})
+                look = asdict(sequential.Look.of(test))
+                out.setdefault(f"optim.args.lr={row.identity['optim.args.lr']}", []).append(look)
     return out
 
 
@@ -291,12 +315,14 @@ def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_d
     pilot = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
     assert len(pilot) == 6
     args = [*RETEST, "optim.args.lr=" + ",".join(sorted(r.split("=")[1] for r in rows)),
-            f"hydra.sweeper.alpha={design.alpha!r}", f"hydra.sweeper.gamma={design.gamma!r}"]
+            f"hydra.sweeper.alpha={design.alpha!r}", f"hydra.sweeper.gamma={design.gamma!r}",
+            "hydra.sweeper.adopt=true"]   # the copied pilot: its first look takes them, as the state records
     again = run(sweep, cache, *args)
     assert again.returncode == 0, again.stderr[-3000:]
     launched = [line for line in (again.stdout + again.stderr).splitlines() if "seeds strategy: batch of" in line]
     assert len(launched) == 1 and "batch of 3 " in launched[0], launched   # the seed-3 cells only
     assert {p: p.stat().st_mtime_ns for p in pilot} == pilot
+    assert sorted(state(sweep)["adopted"]) == sorted(p.parent.name for p in pilot)
     done = {r["row"]: r for r in state(sweep)["rows"]}
     row, other = done[near], done[RETEST_WORSE]
     assert [(x["n"], x["p"]) for x in row["looks"]] == [(x["n"], x["p"]) for x in looks[near]], \
@@ -333,3 +359,4 @@ def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_d
     # Its columns are over the stopping look's seeds (issue 49): 2, and seed 3 is named as left out.
     assert ci in compact and re.search(rf"\| {verdict}: efficacy( at 2( seeds)?)? +\| 2 +\|$", compact), compact
     assert "seed 3 ran after that look and is left out" in table
+    assert "Adopted: 6 cells were in the sweep directory before the design's first look" in table

@@ -164,6 +164,7 @@ class SeedsState:
     rows: list                    # SeedsRow, in grid order
     cells: list                   # StateCell: every cell launched so far
     strategy: str = "seeds"
+    adopted: list = field(default_factory=list)   # cells found in the directory before its first look (adopt)
 
     FILE = SEEDS_FILE
 
@@ -187,13 +188,15 @@ class SeedsState:
         return None
 
     def to_json(self) -> dict:
-        return {"strategy": self.strategy, "settings": self.settings.as_state(),
-                "rows": [row_json(r) for r in self.rows], "cells": [asdict(c) for c in self.cells]}
+        out = {"strategy": self.strategy, "settings": self.settings.as_state(),
+               "rows": [row_json(r) for r in self.rows], "cells": [asdict(c) for c in self.cells]}
+        return {**out, "adopted": list(self.adopted)} if self.adopted else out
 
     @classmethod
     def of(cls, data: dict) -> "SeedsState":
         return cls(seeds_settings_of(dict(data.get("settings") or {})), [SeedsRow.of(r) for r in data.get("rows", [])],
-                   [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]])
+                   [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]],
+                   adopted=list(data.get("adopted") or []))
 
 
 @dataclass

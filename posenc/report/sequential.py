@@ -124,9 +124,19 @@ def strategy_notes(report) -> list:
             "at the row's level), p seeds (Holm) is empty, and the CSV's p_seeds is the stage-wise ordering p at the "
             "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; conservative, and at most the "
             "row's α when the row rejected), never the fixed-sample p of seeds chosen by looks. " + OVERSTATES,
-            SAME_SEEDS] + [f"{label}: every column over its stopping look's seeds {', '.join(map(str, kept))}; "
-                           f"seed {', '.join(map(str, out))} ran after that look and is left out"
-                           for label, kept, out in left_out_rows(report)]
+            SAME_SEEDS] + adopted_note(state) + [
+                f"{label}: every column over its stopping look's seeds {', '.join(map(str, kept))}; "
+                f"seed {', '.join(map(str, out))} ran after that look and is left out"
+                for label, kept, out in left_out_rows(report)]
+
+
+def adopted_note(state) -> list:
+    """The cells a sweep found in its directory before its first look and adopted, said once."""
+    found = list(getattr(state, "adopted", None) or [])
+    if not found:
+        return []
+    return [f"Adopted: {len(found)} cells were in the sweep directory before the design's first look "
+            f"(hydra.sweeper.adopt=true), and that look took them all at once: {', '.join(found)}."]
 
 
 SAME_SEEDS = ("One row, one set of seeds: a stopped row's every column (BLEU, chrF++, the long split, p sentences "

@@ -159,19 +159,25 @@ class Design:
 
     def unresolved(self, alpha: float = None) -> str:
         """Why the thresholds at level ``alpha`` cannot be simulated, in one line naming the smallest
-        level that can, or "": a look whose α to spend is crossed by fewer than MIN_CROSSINGS of the
-        seeds' PATHS null paths (its threshold would be 0, or a Monte Carlo guess). Arithmetic only."""
+        level that can (``smallest_level``), or "": a look whose α to spend is crossed by fewer than
+        MIN_CROSSINGS of the seeds' PATHS null paths (its threshold would be 0, or a Monte Carlo
+        guess). Arithmetic only: no simulation."""
         alpha = self.alpha if alpha is None else float(alpha)
         fewest = _fewest_crossings(self, alpha)
         if fewest >= MIN_CROSSINGS:
             return ""
-        low, high = alpha, 1.0
-        for _ in range(60):   # the crossings grow with the level: bisect for the smallest that resolves
+        return (f"the level {alpha:.4g} leaves a look {fewest:.0f} of the thresholds' {PATHS:,} simulated null "
+                f"paths to cross (at least {MIN_CROSSINGS:,} needed, or its threshold is 0 or a guess); the "
+                f"smallest level that resolves is {self.smallest_level():.4g}")
+
+    def smallest_level(self) -> float:
+        """The smallest level at which every look is crossed by MIN_CROSSINGS of the PATHS null paths
+        (the crossings grow with the level: bisection)."""
+        low, high = 1e-12, 1.0
+        for _ in range(80):
             mid = math.sqrt(low * high)
             low, high = (low, mid) if _fewest_crossings(self, mid) >= MIN_CROSSINGS else (mid, high)
-        return (f"alpha={alpha:.4g} leaves a look {fewest:.0f} of the thresholds' {PATHS:,} simulated null paths to "
-                f"cross (at least {MIN_CROSSINGS:,} needed, or a threshold is 0 or a guess); allowed: a level of "
-                f"at least {high:.4g} for each row (alpha / the rows sharing a baseline), fewer rows, or fewer looks")
+        return high
 
 
 def _fewest_crossings(design: Design, alpha: float) -> float:

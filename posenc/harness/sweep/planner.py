@@ -87,7 +87,9 @@ def new_design_check(design: sequential.Design, rows: int) -> None:
                             "allowed for a new sweep: statistic=verdict")
     problem = design.unresolved(design.alpha / rows)
     if problem:
-        raise StrategyError(f"hydra.sweeper.{problem} ({rows} rows share a baseline)")
+        raise StrategyError(f"hydra.sweeper.alpha={design.alpha!r} over {rows} rows sharing a baseline: {problem}; "
+                            f"allowed: alpha >= {design.smallest_level() * rows:.4g} for {rows} rows, fewer rows, "
+                            "or fewer looks")
 
 
 def report_settings(settings) -> Settings:
@@ -133,6 +135,7 @@ class SeedsPlanner:
     def __init__(self, settings: SeedsSettings, rows: list, name, before: SeedsState = None):
         self.settings, self.rows, self.name = settings, rows, name
         self.report_settings = report_settings(settings)
+        self.adopted = list(before.adopted) if before is not None else []   # cells its first look took as found
         if before is not None:
             self.resume(before)
 
@@ -323,7 +326,7 @@ class SeedsPlanner:
         """The plan as it stands: every cell a row has finished or this run launched, each row's looks and stop."""
         cells = [StateCell(self.dirname(row, s), row.overrides + [f"{SEED}={s}"])
                  for row in self.rows for s in sorted(set(row.state.seeds) | row.tried)]
-        return SeedsState(self.settings, [row.state for row in self.rows], cells)
+        return SeedsState(self.settings, [row.state for row in self.rows], cells, adopted=self.adopted)
 
 
 def family_change(before: SeedsState, settings: SeedsSettings, rows: list) -> str:
