@@ -90,6 +90,21 @@ def test_a_stopped_rows_every_column_is_over_its_stopping_looks_seeds(sweep, loo
     text = render_reports([report])
     assert "every column over its stopping look's seeds 1, 2, 3; seed 4 ran after that look and is left out" in text
     assert "a row's BLEU minus the baseline's need not equal its Δ" in text
+    assert "Adopted:" not in text
+
+
+def test_cells_adopted_at_the_first_launch_are_said_in_the_table(sweep):
+    """Issue 49 item 6: a sweep that adopted the cells found in its directory says so, naming them."""
+    from posenc.report.sequential import strategy_notes
+
+    path, _ = sweep
+    read = read_sweep(path)
+    read.strategy = state()
+    read.strategy.adopted = ["placement=both,seed=1", "placement=none,seed=1"]
+    (report,) = reports_of([read], Settings())
+    assert ("Adopted: 2 cells were in the sweep directory before the design's first look (hydra.sweeper.adopt=true), "
+            "and that look took them all at once: placement=both,seed=1, placement=none,seed=1.") \
+        in strategy_notes(report)
 
 
 def test_secondaries_of_a_sequential_row_are_estimates_with_an_interval_and_no_verdict(sweep):
