@@ -122,8 +122,9 @@ def strategy_notes(report) -> list:
             f"{d.futility}, or at N; its verdict is then frozen. A baseline row runs while any of its rows "
             "runs. For these rows the verdict, *, Δ and Δ CI above are the stopping look's (the CI is the repeated CI "
             "at the row's level), p seeds (Holm) is empty, and the CSV's p_seeds is the stage-wise ordering p at the "
-            "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; conservative, and at most the "
-            "row's α when the row rejected), never the fixed-sample p of seeds chosen by looks. " + OVERSTATES,
+            "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; the largest over the test-set "
+            "shares the thresholds hold for; at most the row's α exactly when the row rejected), never the "
+            "fixed-sample p of seeds chosen by looks. " + OVERSTATES,
             SAME_SEEDS] + adopted_note(state) + [
                 f"{label}: every column over its stopping look's seeds {', '.join(map(str, kept))}; "
                 f"seed {', '.join(map(str, out))} ran after that look and is left out"
