@@ -5,6 +5,7 @@ rows, its state written and read back, and its refusals. The looks are the verdi
 
 import json
 import math
+import re
 from dataclasses import replace
 
 import pytest
@@ -460,3 +461,21 @@ def test_a_new_sweep_refuses_the_seeds_only_table_and_a_level_its_simulation_can
     with pytest.raises(StrategyError, match=r"^hydra\.sweeper\.alpha=0\.05 over 7 rows sharing a baseline: "):
         planner(jobs=seven, baseline="model.args.dropout=0.0")
     assert planner(jobs=seven[:7], baseline="model.args.dropout=0.0").rows   # six rows: α/6 resolves
+
+
+def test_a_new_tune_sweep_refuses_its_seeds_strategys_design_before_any_trial(tmp_path):
+    """The tune strategy's best values' seeds run the same design: a new tune sweep refuses the
+    seeds-only table, or a level per row its simulation cannot resolve, before any trial runs."""
+    from posenc.cells.strategy import TuneRow
+    from posenc.harness.sweep.tune_planner import TunePlanner, TuneSettings
+
+    rows = [TuneRow(f"placement={p}", [f"placement={p}"]) for p in ("both", "source", "none")]
+    counts = {"trials": 2, "batch_trials": 1, "startup_trials": 1, "prune_from_epoch": 1, "pruner_startup_trials": 1,
+              "seeds": 3}
+    for given, words in (({"statistic": "seeds"}, "hydra.sweeper.statistic=seeds is the seeds-only table"),
+                         ({"alpha": 1e-5}, "hydra.sweeper.alpha=1e-05 over 2 rows sharing a baseline: ")):
+        settings = TuneSettings(counts, 0, 0, None, "placement=both", {"effect": 1.0, **given}, {})
+        with pytest.raises(StrategyError, match="^" + re.escape(words)):
+            TunePlanner(settings, rows, {}, tmp_path, name)
+    ok = TuneSettings(counts, 0, 0, None, "placement=both", {"effect": 1.0}, {})
+    assert TunePlanner(ok, rows, {}, tmp_path, name).rows == rows
