@@ -579,7 +579,7 @@ def stagewise_part(paths, seed):
     design, rows = Design(), []
     for m in (1, 3):
         level = design.alpha / m
-        table = design.thresholds(level)
+        bounds = design.thresholds(level)   # (not `table`: that name is the Markdown helper's)
         for j, shared in enumerate(STAGEWISE_SHARED):
             rng = np.random.default_rng(seed + 10 * m + j)
             d = rng.standard_normal((paths, 1)) * math.sqrt(shared) + rng.standard_normal((paths, design.max_seeds))
@@ -588,8 +588,8 @@ def stagewise_part(paths, seed):
             for n in range(design.pilot_seeds, design.max_seeds + 1):
                 x = d[:, :n]
                 p = p_values(x.mean(1), x.std(1, ddof=1), shared, shared, n, 1000)[0]
-                hit = going & ((p <= table[n]) | (n == design.max_seeds))
-                stop[hit], p_stop[hit], crossed[hit] = n, p[hit], p[hit] <= table[n]
+                hit = going & ((p <= bounds[n]) | (n == design.max_seeds))
+                stop[hit], p_stop[hit], crossed[hit] = n, p[hit], p[hit] <= bounds[n]
                 going &= ~hit
             ps = np.array([stagewise_p(design, n, p, level) for n, p in zip(stop, p_stop)])
             qs = [level if q == "α_row" else q for q in STAGEWISE_Q]
