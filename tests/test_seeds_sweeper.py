@@ -150,7 +150,6 @@ def test_an_obvious_effect_stops_at_its_first_looks_and_a_sweep_killed_between_l
     launched = [line for line in (again.stdout + again.stderr).splitlines() if "seeds strategy: batch of" in line]
     assert len(launched) == 1 and "batch of 4 " in launched[0], launched
     # The same decisions: the pilot's look is the one taken before the kill; the look after it stops the row.
-    assert sorted(state(sweep)["adopted"]) == sorted(p.parent.name for p in pilot)
     done = {r["row"]: r for r in state(sweep)["rows"]}
     row = done["optim.args.lr=1e-09"]
     assert row["looks"][0] == frozen["looks"][0] and [look["n"] for look in row["looks"]] == [3, 5]
