@@ -42,6 +42,12 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Its pa
 - mixed (not run by default; issue 38, item 6): families of 3, 4 and 5 rows sharing a baseline,
   some at E or 5E and the others true nulls, where a rejection passes its α on to the nulls: the
   family-wise error (any null row called better or worse), the true rows' power and seeds.
+- stagewise (not run by default; issue 49, item 2): the stage-wise p of a row under the null with a
+  test-set shared part, the pilot's look included (normal seeds, no corpus);
+- secondary (not run by default; issue 49, item 1): a secondary metric of a sequential row, correlated
+  ρ with BLEU and truly 0, as the table tested it before (fixed-sample, at 0.05, on the stopping
+  look's seeds) and as it reports it now (an estimate with that interval, no verdict) (normal seeds,
+  no corpus);
 
 Every test set is made of distinct sentences of REFERENCES (its first --pool lines), so the
 largest size must not exceed it.
@@ -482,6 +488,124 @@ def depth_part(paths, seed):
                                       f"part in units of the seeds' variance."]
 
 
+SECONDARY_RHOS = (0.8, 0.9, 0.95)
+
+
+def _stops(design, d, level: float, effect: float):
+    """(the seeds each path stopped at, whether it stopped for efficacy) of the design's looks at
+    every n on the seed differences ``d`` (paths, N), the verdict's t without a shared part (the
+    seeds' t), at ``level``; futility (non-binding, as the sweeper applies it) by the conditional
+    power at ``effect`` projected to N (``sequential.conditional_power``'s formula, vectorised)."""
+    from scipy import special
+
+    paths, most = d.shape
+    table = design.thresholds(level)
+    critical = float(special.stdtrit(most - 1, 1 - table[most] / 2))
+    stop, efficacy = np.full(paths, most), np.zeros(paths, dtype=bool)
+    going = np.ones(paths, dtype=bool)
+    for n, a in table.items():
+        x = d[:, :n]
+        delta, sd = x.mean(1), x.std(1, ddof=1)
+        p = 2 * special.stdtr(n - 1, -np.abs(delta) / (sd / math.sqrt(n)))
+        hit = going & (p <= a)
+        efficacy |= hit
+        stop[hit] = n
+        going &= ~hit
+        if n >= design.futility_from and n < most:
+            info, info_n = n / sd ** 2, most / sd ** 2
+            theta = np.copysign(effect, delta)
+            mean = (delta * info + theta * (info_n - info)) / info_n
+            spread = np.sqrt(info_n - info) / info_n
+            bound = critical * sd / math.sqrt(most)
+            power = special.ndtr((mean - bound) / spread) + special.ndtr((-bound - mean) / spread)
+            quit_ = going & (power < design.futility)
+            stop[quit_] = n
+            going &= ~quit_
+    return stop, efficacy
+
+
+def secondary_part(paths, seed):
+    """A secondary metric of a sequential row as the table reported it before issue 49 (a
+    fixed-sample t-test at 0.05 on the stopping look's seeds, with * and better/worse) and as it
+    reports it now (an estimate with that 95% interval and no verdict). BLEU's seed differences
+    d_s ~ N(θ, 1) run the design's looks at a row's level (α, or α/3: the first of three rows);
+    the secondary's e_s = ρ(d_s - θ) + √(1 - ρ²) z_s has true Δ 0. Normal theory, no shared part."""
+    from scipy import special
+
+    from posenc.stats.sequential import Design
+
+    design = Design()
+    rows = []
+    for m in (1, 3):
+        for theta in (0.0, 1.0):
+            for j, rho in enumerate(SECONDARY_RHOS):
+                rng = np.random.default_rng(seed + 10 * m + j + (100 if theta else 0))
+                noise = rng.standard_normal((paths, design.max_seeds))
+                d = theta + noise
+                e = rho * noise + math.sqrt(1 - rho ** 2) * rng.standard_normal((paths, design.max_seeds))
+                stop, efficacy = _stops(design, d, 0.05 / m, 1.0)
+                upto = np.arange(design.max_seeds) < stop[:, None]
+                mean = np.where(upto, e, 0).sum(1) / stop
+                sd = np.sqrt(np.where(upto, (e - mean[:, None]) ** 2, 0).sum(1) / (stop - 1))
+                p = 2 * special.stdtr(stop - 1, -np.abs(mean) / (sd / np.sqrt(stop)))
+                called = p < 0.05                          # the old table's * on the secondary
+                bleu_sign = np.sign(np.where(upto, d, 0).sum(1))
+                confirms = called & efficacy & (np.sign(mean) == bleu_sign)
+                cells = [f"α/{m}" if m > 1 else "α", f"{theta:g}", f"{rho:g}", f"{paths:,}", f"{efficacy.mean():.3f}",
+                         f"{stop.mean():.2f}", f"{called.mean():.4f}",
+                         f"{confirms.sum() / max(efficacy.sum(), 1):.3f}", "0", f"{1 - called.mean():.4f}"]
+                rows.append(cells)
+                print(" | ".join(cells), flush=True)
+    header = ["row's level", "BLEU's true Δ (seed sd 1; planned effect 1)", "ρ (secondary with BLEU)", "sweeps",
+              "BLEU efficacy stops", "seeds at the stop", "before: secondary called better/worse (true Δ 0)",
+              "before: of BLEU's efficacy stops, the secondary 'confirms' it", "now: secondary verdicts",
+              "now: the secondary's 95% interval covers its true Δ"]
+    return table(header, rows)
+
+
+STAGEWISE_SHARED = (0.0, 0.005, 0.02, 0.08)
+STAGEWISE_Q = (0.0005, 0.005, "α_row", 0.2, 0.5)
+
+
+def stagewise_part(paths, seed):
+    """The stage-wise p of a row under the null with a test-set shared part (issue 49, item 2): the
+    default design (pilot 3, N 10, a look at every n, no futility: the ordering ignores it) at a
+    row's level α and α/3, seed differences N(c, 1) with one shared draw c ~ N(0, shared) per sweep,
+    each look's p the verdict's (1,000 sentences). P(stage-wise p <= q) / q, and beside it what the
+    pilot's look reported until issue 49 (its own p)."""
+    from posenc.stats.sequential import Design, stagewise_p
+    from posenc.stats.verdict import p_values
+
+    design, rows = Design(), []
+    for m in (1, 3):
+        level = design.alpha / m
+        bounds = design.thresholds(level)   # (not `table`: that name is the Markdown helper's)
+        for j, shared in enumerate(STAGEWISE_SHARED):
+            rng = np.random.default_rng(seed + 10 * m + j)
+            d = rng.standard_normal((paths, 1)) * math.sqrt(shared) + rng.standard_normal((paths, design.max_seeds))
+            stop, p_stop = np.zeros(paths, dtype=int), np.zeros(paths)
+            crossed, going = np.zeros(paths, dtype=bool), np.ones(paths, dtype=bool)
+            for n in range(design.pilot_seeds, design.max_seeds + 1):
+                x = d[:, :n]
+                p = p_values(x.mean(1), x.std(1, ddof=1), shared, shared, n, 1000)[0]
+                hit = going & ((p <= bounds[n]) | (n == design.max_seeds))
+                stop[hit], p_stop[hit], crossed[hit] = n, p[hit], p[hit] <= bounds[n]
+                going &= ~hit
+            ps = np.array([stagewise_p(design, n, p, level) for n, p in zip(stop, p_stop)])
+            qs = [level if q == "α_row" else q for q in STAGEWISE_Q]
+            pilot = (stop == design.pilot_seeds) & (p_stop <= STAGEWISE_Q[0])
+            iff = bool(np.all(ps[crossed] <= level) and np.all(ps[~crossed] >= level))
+            cells = [f"α/{m}" if m > 1 else "α", f"{shared:g}", f"{paths:,}", f"{crossed.mean():.4f}",
+                     *(f"{(ps <= q).mean() / q:.2f}" for q in qs), "yes" if iff else "no",
+                     f"{pilot.mean() / STAGEWISE_Q[0]:.2f}"]
+            rows.append(cells)
+            print(" | ".join(cells), flush=True)
+    header = ["row's level", "shared part (of σ²)", "sweeps", "rejected", *(f"P(p <= {q}) / {q}" for q in STAGEWISE_Q),
+              "p <= α_row exactly when rejected", f"before: the pilot's own p, P(p <= {STAGEWISE_Q[0]}) / "
+              f"{STAGEWISE_Q[0]} at the pilot's stops"]
+    return table(header, rows)
+
+
 MIXED_FAMILIES = ((5, 5, 0), (1, 0, 0), (5, 5, 0, 0), (1, 1, 0, 0), (5, 5, 5, 0, 0), (1, 0, 0, 0, 0))
 MIXED_WORLDS = ((1, 1), (4, 3))     # (seeds' part / sentence part, test size / PILOT_SIZE)
 
@@ -553,13 +677,17 @@ def main():
                         help="the sequential part's Hwang-Shih-DeCani γ (default: Design()'s)")
     parser.add_argument("--depth", type=int, default=400_000,
                         help="sweeps per cell of the depth part (default 400,000)")
+    parser.add_argument("--stagewise", type=int, default=20_000,
+                        help="sweeps per cell of the stagewise part (default 20,000)")
+    parser.add_argument("--secondary", type=int, default=200_000,
+                        help="sweeps per cell of the secondary part (default 200,000)")
     parser.add_argument("--mixed", type=int, default=5000,
                         help="sweeps per family of the mixed part (default 5000)")
     parser.add_argument("--today", type=int, default=2000,
                         help="its sweeps per Δ of today's rule, one row (default 2000)")
     parser.add_argument("--only", default="null,effects,planning",
                         help="parts to run, of null, effects, planning, adaptive, holm, holm-power, booking, "
-                             "sequential, mixed, depth (default the first three)")
+                             "sequential, mixed, depth, secondary, stagewise (default the first three)")
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                         help="the null part's seed counts (default 3,5,10; to split the study over processes)")
     args = parser.parse_args()
@@ -568,6 +696,7 @@ def main():
     parts = set(args.only.split(","))
     adaptive_size = PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS))
     sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "mixed": adaptive_size, "depth": 0,
+             "secondary": 0, "stagewise": 0,
              "holm": max(HOLM_SIZES[3]),
              "holm-power": max(HOLM_POWER_SIZES), "booking": PILOT_SIZE * HELD_OUT_FACTOR}
     needed = max(sizes.get(part, max(SIZES)) for part in parts)
@@ -607,6 +736,12 @@ def main():
     if "depth" in parts:
         lines += ["## The verdict's t at every depth (issue 38), normal seeds and one shared draw", "",
                   *depth_part(args.depth, 18000), ""]
+    if "stagewise" in parts:
+        lines += ["## The stage-wise p with a shared part (issue 49), normal seeds and one shared draw", "",
+                  *stagewise_part(args.stagewise, 20000), ""]
+    if "secondary" in parts:
+        lines += ["## Secondary metrics of a sequential row (issue 49), normal seeds", "",
+                  *secondary_part(args.secondary, 19000), ""]
     if "mixed" in parts:
         lines += [f"## Families of true nulls and true effects (issue 38), {args.noise} errors", "",
                   *mixed_part(pool, args.noise, args.mixed, 17000, args.quick), ""]

@@ -210,9 +210,10 @@ def test_a_decided_row_books_no_seeds_and_says_where_it_stopped(sweep):
     assert "A row its sequential design has stopped books none" in table
     compact = compact_table(report)
     assert all(len(line) <= WIDTH for line in compact.splitlines()), compact
-    # Where it stopped: in the stop, or (the paper's Δ taking the room) in the seeds column beside it
+    # Where it stopped: in the stop, or (the paper's Δ and the CI's level taking the room) in the seeds column
     assert re.search(r"\| worse: efficacy( at 3 seeds)? +\| 3 +\|", compact), compact
     assert re.search(r"\| going on( after 3 seeds)? +\| 3 +\|", compact), compact
+    assert "[CI: 95% or as marked]" in compact.splitlines()[0] and "] (97.5%) |" in compact
     assert "repeated CI at the look it stopped at" in compact
 
 
@@ -245,8 +246,8 @@ def test_posenc_table_compact_and_its_refusals(sweep):
 
 def test_a_strategys_sweep_is_compared_with_its_own_baseline_unless_told(sweep, tmp_path):
     """posenc-table on a seeds strategy's sweep whose baseline is not placement=both: by default its
-    rows are compared with the strategy's baseline (as the sweep's end compared them), and
-    --baseline still names another."""
+    rows are compared with the strategy's baseline (as the sweep's end compared them); another
+    --baseline or --primary is refused."""
     import shutil
 
     from posenc.cells.strategy import write_state
@@ -263,9 +264,17 @@ def test_a_strategys_sweep_is_compared_with_its_own_baseline_unless_told(sweep, 
     assert "Δ against placement=source [95% CI]" in own.stdout.splitlines()[0]
     rows = {line.split("|")[1].strip(): line for line in table_lines(own.stdout)[2:]}
     assert "| baseline " in rows["placement=source"] and "| baseline " not in rows["placement=both"]
-    told = subprocess.run([str(BIN / "posenc-table"), str(copy), "--compact", "--baseline", "placement=both"],
+    # Another baseline, or another primary, would test seeds the design's looks chose at a fixed
+    # sample: refused in one line (issue 49); the design's own baseline named is what it ran.
+    for flags, words in ((["--baseline", "placement=both"], "against placement=source; allowed: --baseline "
+                          "placement=source"), (["--primary", "chrf"], "allowed: --primary bleu")):
+        told = subprocess.run([str(BIN / "posenc-table"), str(copy), "--compact", *flags], capture_output=True,
+                              text=True)
+        assert told.returncode == 2 and told.stderr.count("\n") == 1 and words in told.stderr, told.stderr
+        assert told.stderr.startswith(f"posenc-table: error: {flags[0]} {flags[1]}: ") and not told.stdout
+    same = subprocess.run([str(BIN / "posenc-table"), str(copy), "--compact", "--baseline", "placement=source"],
                           capture_output=True, text=True)
-    assert told.returncode == 0 and "Δ against placement=both [95% CI]" in told.stdout.splitlines()[0]
+    assert same.returncode == 0 and same.stdout == own.stdout
 
 
 def test_where_and_why_a_sequential_row_stopped_in_a_few_words():

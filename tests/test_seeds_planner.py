@@ -5,6 +5,7 @@ rows, its state written and read back, and its refusals. The looks are the verdi
 
 import json
 import math
+import re
 from dataclasses import replace
 
 import pytest
@@ -160,7 +161,7 @@ def test_a_rerun_with_another_design_is_refused(tmp_path, given, message):
 def test_a_state_from_before_the_verdicts_thresholds_resumes_only_as_it_started(tmp_path):
     """A state without a statistic ran the seeds-only table: the default (the verdict's t) is refused
     in one line that says so, with the state untouched; statistic=seeds resumes it as it started."""
-    plan = planner(statistic="seeds")
+    plan = planner()   # its pilot's batch: the same whatever the table
     step(plan, {})
     state = plan.state().to_json()
     del state["settings"]["statistic"]
@@ -332,6 +333,8 @@ def test_an_efficacy_stop_by_a_retest_at_an_earlier_look_keeps_that_look_for_its
     assert (source.stopped, source.why, source.verdict, source.stop_n) == (sequential.EFFICACY, "efficacy at 4 seeds",
                                                                            "better", 4)
     assert [x.n for x in source.looks] == [3, 4, 5]
+    # Each look's paired seeds are kept: the table's columns of this row are over the look at 4's (issue 49).
+    assert source.look_seeds == [[1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4, 5]]
     judged = source.stop_look()
     assert judged.delta == at4.delta and judged.threshold == pytest.approx(whole[4])
     half = scipy_stats.t.ppf(1 - whole[4] / 2, at4.df) * at4.se
@@ -431,3 +434,48 @@ def test_dropping_a_row_that_renames_the_others_is_named_as_the_one_row_dropped(
     with pytest.raises(StrategyError) as err:
         planner(jobs=jobs[1:], before=plan.state(), baseline="optim.args.lr=0.002")
     assert str(err.value) == f"row optim.args.lr=1e-9 dropped: {FAMILY_ENDS}"
+
+
+def test_a_new_sweep_refuses_the_seeds_only_table_and_a_level_its_simulation_cannot_resolve(tmp_path):
+    """Issue 49 item 6: statistic=seeds (too permissive for the verdict's t) and a level at which a
+    look would be crossed by fewer than 1,000 of the 2,000,000 null paths (its threshold 0 or a
+    guess) are refused for a new sweep, in one line naming the smallest level that resolves."""
+    with pytest.raises(StrategyError, match=r"^hydra\.sweeper\.statistic=seeds .* allowed for a new sweep: "
+                                            r"statistic=verdict$"):
+        planner(statistic="seeds")
+    with pytest.raises(StrategyError) as err:
+        planner(alpha=1e-5)
+    text = str(err.value)
+    assert text.startswith("hydra.sweeper.alpha=1e-05 over 2 rows sharing a baseline: the level 5e-06 leaves a "
+                           "look ") and "\n" not in text
+    smallest = float(text.split("the smallest level that resolves is ")[1].split(";")[0])
+    assert text.endswith(f"allowed: alpha >= {2 * smallest:.4g} for 2 rows, fewer rows, or fewer looks")
+    design = sequential.Design()
+    # The level named is the edge: at it every look is crossed often enough, just below it one is not,
+    # and at 1e-5 a threshold of the table really is 0.
+    assert design.unresolved(smallest * 1.001) == "" and design.unresolved(smallest * 0.99) != ""
+    assert min(design.thresholds(1e-5 / 2).values()) == 0.0
+    assert min(design.thresholds(smallest * 1.001).values()) > 0
+    # Seven rows against one baseline at α = 0.05: α/7 is below that edge for the default design.
+    seven = [[f"model.args.dropout=0.{i}"] for i in range(8)]
+    with pytest.raises(StrategyError, match=r"^hydra\.sweeper\.alpha=0\.05 over 7 rows sharing a baseline: "):
+        planner(jobs=seven, baseline="model.args.dropout=0.0")
+    assert planner(jobs=seven[:7], baseline="model.args.dropout=0.0").rows   # six rows: α/6 resolves
+
+
+def test_a_new_tune_sweep_refuses_its_seeds_strategys_design_before_any_trial(tmp_path):
+    """The tune strategy's best values' seeds run the same design: a new tune sweep refuses the
+    seeds-only table, or a level per row its simulation cannot resolve, before any trial runs."""
+    from posenc.cells.strategy import TuneRow
+    from posenc.harness.sweep.tune_planner import TunePlanner, TuneSettings
+
+    rows = [TuneRow(f"placement={p}", [f"placement={p}"]) for p in ("both", "source", "none")]
+    counts = {"trials": 2, "batch_trials": 1, "startup_trials": 1, "prune_from_epoch": 1, "pruner_startup_trials": 1,
+              "seeds": 3}
+    for given, words in (({"statistic": "seeds"}, "hydra.sweeper.statistic=seeds is the seeds-only table"),
+                         ({"alpha": 1e-5}, "hydra.sweeper.alpha=1e-05 over 2 rows sharing a baseline: ")):
+        settings = TuneSettings(counts, 0, 0, None, "placement=both", {"effect": 1.0, **given}, {})
+        with pytest.raises(StrategyError, match="^" + re.escape(words)):
+            TunePlanner(settings, rows, {}, tmp_path, name)
+    ok = TuneSettings(counts, 0, 0, None, "placement=both", {"effect": 1.0}, {})
+    assert TunePlanner(ok, rows, {}, tmp_path, name).rows == rows

@@ -67,6 +67,11 @@ def state(sweep):
     (["hydra.sweeper.futility=1.5"], "hydra.sweeper.futility=1.5 is not allowed; allowed: 0 < futility < 1"),
     (["hydra.sweeper.pilot_seeds=1"], "hydra.sweeper.pilot_seeds=1 is not allowed; allowed: 2 or more"),
     (["hydra.sweeper.min_seeds=7"], "hydra.sweeper.min_seeds=7 was the replaced rule's floor"),
+    # issue 49: a new sweep on the seeds-only table, or at a level whose thresholds cannot be simulated
+    (["hydra.sweeper.statistic=seeds"], "hydra.sweeper.statistic=seeds is the seeds-only table"),
+    (["hydra.sweeper.alpha=1e-5"], "hydra.sweeper.alpha=1e-05 over 1 rows sharing a baseline: the level 1e-05 "
+                                   "leaves a look "),
+    (["hydra.sweeper.adopt=maybe"], "hydra.sweeper.adopt='maybe' is not allowed; allowed: true or false"),
 ])
 def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     sweep = tmp_path / "sweep"
@@ -75,6 +80,22 @@ def test_bad_settings_are_one_line_and_nothing_runs(tmp_path, args, message):
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith(f"posenc-run: error: {message}"), line
     assert not sweep.exists() or not any(p.is_dir() for p in sweep.iterdir())  # no cell started
+
+
+def test_cells_in_a_directory_without_a_state_are_refused_unless_adopted(tmp_path):
+    """Issue 49 item 6: cells found where no seeds state is would all enter the design's first look
+    at once; a new sweep there is refused in one line, with nothing run and nothing written."""
+    sweep = tmp_path / "sweep"
+    cell = sweep / "placement=both,seed=1"
+    cell.mkdir(parents=True)
+    (cell / "result.json").write_text("{}")
+    out = run(sweep, tmp_path / "cache", *SMOKE, *STRATEGY, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"posenc-run: error: {sweep} holds 1 cells (e.g. placement=both,seed=1) but no "
+                           f"{SEEDS_FILE}") and line.endswith("or hydra.sweeper.adopt=true to adopt them "
+                                                             "(the state and the table say so)"), line
+    assert sorted(p.name for p in sweep.iterdir()) == ["placement=both,seed=1"]
 
 
 def test_max_seeds_changed_on_the_rerun_of_a_started_sweep_is_refused(tmp_path):
@@ -236,6 +257,28 @@ def retest_design(looks: dict):
     return None
 
 
+def fixed_looks(sweep, counts) -> dict:
+    """{row: [{"n", "p"}, ...]}: each row's verdict test against optim.args.lr=0.002 over its first n
+    seeds, for each n in ``counts``, from a fixed grid's cells (as a look of the planner takes it)."""
+    from dataclasses import asdict, replace
+
+    from posenc.report.rows import Settings
+    from posenc.report.table import reports_of
+    from posenc.stats import sequential
+
+    settings = Settings(baseline=("optim.args.lr", "0.002"), sentence_test=False)
+    read, out = read_sweep(sweep), {}
+    for n in counts:
+        cells = [c for c in read.cells if int(c.record.seed) <= n]
+        (report,) = reports_of([replace(read, cells=cells)], settings)
+        for row in report.rows:
+            test = row.tests.get(("bleu", "test"))
+            if test is not None:
+                look = asdict(sequential.Look.of(test))
+                out.setdefault(f"optim.args.lr={row.identity['optim.args.lr']}", []).append(look)
+    return out
+
+
 @pytest.mark.slow
 def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_delta_ci_and_seeds(tmp_path):
     """Real cells: a row whose look at 2 seeds crosses only at α, and whose look at 3 crosses nothing,
@@ -246,12 +289,15 @@ def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_d
     from scipy import stats as scipy_stats
 
     cache = tmp_path / "cache"
-    # 1. Every row's looks at 2 and 3 seeds; nothing can stop before 3 (α 1e-6, no futility).
+    # 1. Every row's looks at 2 and 3 seeds: a fixed grid of seeds 1-3, each look the verdict's test
+    # over the first n seeds, as the planner takes it (a design that stops nothing before 3, α 1e-6,
+    # is refused for a new sweep since issue 49: its thresholds are 0).
     first = tmp_path / "looks"
     grid = ",".join(sorted({"0.002", RETEST_WORSE.split("=")[1], *(r.split("=")[1] for r in RETEST_NEAR)}))
-    out = run(first, cache, *RETEST, f"optim.args.lr={grid}", "hydra.sweeper.alpha=1e-6")
+    fixed = [a for a in RETEST if "sweeper" not in a]
+    out = run(first, cache, *fixed, f"optim.args.lr={grid}", "seed=1,2,3")
     assert out.returncode == 0, out.stderr[-3000:]
-    looks = {r["row"]: r["looks"] for r in state(first)["rows"] if not r["baseline"]}
+    looks = fixed_looks(first, (2, 3))
     assert all([x["n"] for x in seq] == [2, 3] for seq in looks.values()), looks
     # 2. A design under which one near-null row's stop comes from the retest.
     found = retest_design(looks)
@@ -261,19 +307,21 @@ def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_d
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     rows = (near, RETEST_WORSE, "optim.args.lr=0.002")
-    for cell in state(first)["cells"]:
-        if any(o in rows for o in cell["overrides"]) and ("seed=1" in cell["overrides"] or
-                                                          "seed=2" in cell["overrides"]):
-            shutil.copytree(first / cell["dirname"], sweep / cell["dirname"])
+    for cell in first.iterdir():
+        parts = cell.name.split(",")
+        if cell.is_dir() and any(r in parts for r in rows) and ("seed=1" in parts or "seed=2" in parts):
+            shutil.copytree(cell, sweep / cell.name)
     pilot = {p: p.stat().st_mtime_ns for p in sweep.glob("*/result.json")}
     assert len(pilot) == 6
     args = [*RETEST, "optim.args.lr=" + ",".join(sorted(r.split("=")[1] for r in rows)),
-            f"hydra.sweeper.alpha={design.alpha!r}", f"hydra.sweeper.gamma={design.gamma!r}"]
+            f"hydra.sweeper.alpha={design.alpha!r}", f"hydra.sweeper.gamma={design.gamma!r}",
+            "hydra.sweeper.adopt=true"]   # the copied pilot: its first look takes them, as the state records
     again = run(sweep, cache, *args)
     assert again.returncode == 0, again.stderr[-3000:]
     launched = [line for line in (again.stdout + again.stderr).splitlines() if "seeds strategy: batch of" in line]
     assert len(launched) == 1 and "batch of 3 " in launched[0], launched   # the seed-3 cells only
     assert {p: p.stat().st_mtime_ns for p in pilot} == pilot
+    assert sorted(state(sweep)["adopted"]) == sorted(p.parent.name for p in pilot)
     done = {r["row"]: r for r in state(sweep)["rows"]}
     row, other = done[near], done[RETEST_WORSE]
     assert [(x["n"], x["p"]) for x in row["looks"]] == [(x["n"], x["p"]) for x in looks[near]], \
@@ -307,5 +355,7 @@ def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_d
     lines = again.stdout.splitlines()
     compact = next(x for x in lines[lines.index(summary) + 1:] if x.startswith(("| optim.args.lr=", "| lr="))
                    and near.split("=")[1] in x.split("|")[1])
-    # Its seeds column says 3 (the seeds it ran), so the stop keeps where it was: at 2 (seeds).
-    assert ci in compact and re.search(rf"\| {verdict}: efficacy at 2( seeds)? +\| 3 +\|$", compact), compact
+    # Its columns are over the stopping look's seeds (issue 49): 2, and seed 3 is named as left out.
+    assert ci in compact and re.search(rf"\| {verdict}: efficacy( at 2( seeds)?)? +\| 2 +\|$", compact), compact
+    assert "seed 3 ran after that look and is left out" in table
+    assert "Adopted: 6 cells were in the sweep directory before the design's first look" in table

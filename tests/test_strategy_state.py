@@ -45,6 +45,19 @@ def test_a_seeds_state_reads_typed_and_writes_back_the_same_file(tmp_path):
     assert json.loads((tmp_path / SEEDS_FILE).read_text()) == json.loads(before)
 
 
+
+def test_a_seeds_states_look_seeds_and_adopted_cells_read_and_write_back(tmp_path):
+    """Issue 49: each look's seeds and the cells adopted at the first launch are kept; a state
+    without them (written before) still writes back without them (the test above)."""
+    row = {**ROW, "look_seeds": [[1, 2, 3]]}
+    before = written(tmp_path / SEEDS_FILE, {"strategy": "seeds", "settings": SETTINGS, "rows": [row],
+                                             "cells": CELLS, "adopted": ["placement=none,seed=1"]})
+    state = read_state(tmp_path)
+    assert state.adopted == ["placement=none,seed=1"] and state.rows[0].look_seeds == [[1, 2, 3]]
+    write_state(tmp_path, state)
+    assert json.loads((tmp_path / SEEDS_FILE).read_text()) == json.loads(before)
+
+
 def test_a_state_from_before_a_design_setting_ran_what_older_says_and_knows_it():
     """A state written before ``statistic`` existed ran the seeds-only table; the settings say which
     settings they were filled for (the planner's refusal of a changed design names why)."""

@@ -128,6 +128,7 @@ class SeedsRow:
     why: str = ""                 # the stop in the table's words (``efficacy at 3 seeds``)
     verdict: str = ""             # frozen at the stop: better, worse, no evidence
     looks: list = field(default_factory=list)       # sequential.Look, in the order they were taken
+    look_seeds: list = field(default_factory=list)  # each look's paired seeds (a state before issue 49 has none)
     ci: list = None               # the repeated CI of Δ at the stopping look, at the row's level
     stop_n: int = None            # the stopping look's seeds (an efficacy stop by a retest: an earlier look)
     level: float = None           # the α its family gave it at the stopping look
@@ -149,12 +150,21 @@ class SeedsRow:
         return self.looks[-1] if self.looks else None
 
 
+def row_json(row: SeedsRow) -> dict:
+    """A row as its state keeps it; a state written before the looks' seeds were kept stays as it was."""
+    out = asdict(row)
+    if not out["look_seeds"]:
+        del out["look_seeds"]
+    return out
+
+
 @dataclass
 class SeedsState:
     settings: object              # SeedsSettings (OldRuleSettings: the old rule's sweep), as the sweep ran them
     rows: list                    # SeedsRow, in grid order
     cells: list                   # StateCell: every cell launched so far
     strategy: str = "seeds"
+    adopted: list = field(default_factory=list)   # cells found in the directory before its first look (adopt)
 
     FILE = SEEDS_FILE
 
@@ -178,13 +188,15 @@ class SeedsState:
         return None
 
     def to_json(self) -> dict:
-        return {"strategy": self.strategy, "settings": self.settings.as_state(),
-                "rows": [asdict(r) for r in self.rows], "cells": [asdict(c) for c in self.cells]}
+        out = {"strategy": self.strategy, "settings": self.settings.as_state(),
+               "rows": [row_json(r) for r in self.rows], "cells": [asdict(c) for c in self.cells]}
+        return {**out, "adopted": list(self.adopted)} if self.adopted else out
 
     @classmethod
     def of(cls, data: dict) -> "SeedsState":
         return cls(seeds_settings_of(dict(data.get("settings") or {})), [SeedsRow.of(r) for r in data.get("rows", [])],
-                   [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]])
+                   [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]],
+                   adopted=list(data.get("adopted") or []))
 
 
 @dataclass
@@ -237,7 +249,7 @@ class TuneRow:
                "trials": [asdict(t) for t in self.trials],
                "best": None if self.best is None else asdict(self.best), "seeds": self.seeds}
         if self.plan is not None:
-            out["plan"] = asdict(self.plan)
+            out["plan"] = row_json(self.plan)
         return out
 
     @classmethod

@@ -10,7 +10,7 @@ with "…" (a label in its middle) so that a line never wraps in a terminal of `
 import re
 
 from posenc.report.references import CAPTIONS
-from posenc.report.render import delta_cell, delta_ci_cell, number, score_text, seeds_ok_cell, verdict_cell
+from posenc.report.render import delta_cell, delta_ci_cell, number, other_level, score_text, seeds_ok_cell, verdict_cell
 from posenc.report.rows import baselines
 from posenc.report.sequential import adaptive_states, short_stop
 
@@ -177,8 +177,11 @@ def aligned(headers, body, widths) -> list:
 def caption(report, style: str = "keys") -> list:
     """What the numbers are, in a line or three of at most WIDTH columns."""
     key, value = report.settings.baseline
-    lines = [f"BLEU: mean ± sd over seeds; Δ against {key}={value} [95% CI], * where the verdict is better/worse"
-             if compared_rows(report) else
+    marked = any(other_level(r.verdicts[("bleu", "test")]) for r in report.rows if ("bleu", "test") in r.verdicts)
+    # A sequential row's interval is its repeated CI at its row's level, marked with that level.
+    level, star = ("CI: 95% or as marked", "*: better/worse") if marked else \
+        ("95% CI", "* where the verdict is better/worse")
+    lines = [f"BLEU: mean ± sd over seeds; Δ against {key}={value} [{level}], {star}" if compared_rows(report) else
              f"BLEU: mean ± sd over seeds; no Δ: no two rows differ in {key} alone (see --baseline)"]
     if style == "values":
         lines.append("row: " + " ".join(row_keys(report)))

@@ -58,7 +58,8 @@ def _stars(ax, xs, ys, rows):
 
 def delta_figure(reports):
     """Per panel: each row's Δ BLEU against its baseline with the verdict's 95% CI (over seeds and
-    test sentences), and the paper's own Δ for the same comparison where there is one."""
+    test sentences; a sequential row's repeated CI at its row's level, as the legend says), and the
+    paper's own Δ for the same comparison where there is one."""
     found = panels(reports)
     fig, axes = _grid(len(found))
     for ax, (title, rows, report, key) in zip(axes, found):
@@ -67,7 +68,7 @@ def delta_figure(reports):
         deltas = [math.nan if (d := r.comparisons["test"].delta_bleu) is None else d for r in rows]
         cis = [(r.verdicts[("bleu", "test")].delta_ci_low, r.verdicts[("bleu", "test")].delta_ci_high) for r in rows]
         ax.errorbar(xs, deltas, yerr=_yerr(deltas, cis), fmt="o", capsize=4,
-                    label="ours: Δ, verdict's 95% CI")
+                    label="ours: Δ, verdict's CI (95%; a sequential row's: repeated, at its row's level)")
         _stars(ax, xs, deltas, rows)
         paper = [(x, r.paper.delta, r.paper.source) for x, r in zip(xs, rows) if r.paper.delta is not None]
         if paper:

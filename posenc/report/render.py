@@ -52,11 +52,30 @@ def delta_cell(row, metric: str = "bleu", split: str = "test") -> str:
     return text + ("*" if decided(row, metric, split) else "")
 
 
+def level_text(level: float) -> str:
+    """A coverage as the table says it: 95%, 97.5%, 98.3%."""
+    return f"{100 * level:.3g}%"
+
+
+def other_level(verdict) -> bool:
+    """Whether a verdict's interval is at a level other than the fixed test's 95% (a sequential row's
+    repeated CI at its row's level): its cell then says its level."""
+    level = verdict.delta_ci_level
+    return verdict.delta_ci_low is not None and level is not None and abs(level - (1 - ALPHA)) > 1e-9
+
+
 def delta_ci_cell(row, metric: str = "bleu", split: str = "test") -> str:
     verdict = row.verdicts[(metric, split)]
     if verdict.delta_ci_low is None:
         return "-"
-    return f"[{verdict.delta_ci_low:+.2f}, {verdict.delta_ci_high:+.2f}]"
+    level = f" ({level_text(verdict.delta_ci_level)})" if other_level(verdict) else ""
+    return f"[{verdict.delta_ci_low:+.2f}, {verdict.delta_ci_high:+.2f}]{level}"
+
+
+def ci_header(report, label: str, metric: str = "bleu", split: str = "test") -> str:
+    """``Δ 95% CI``, or ``Δ CI (95% or as marked)`` where a row's interval is at another level."""
+    marked = any(other_level(r.verdicts[(metric, split)]) for r in report.rows if (metric, split) in r.verdicts)
+    return f"{label} CI ({level_text(1 - ALPHA)} or as marked)" if marked else f"{label} {level_text(1 - ALPHA)} CI"
 
 
 def p_seeds_cell(row, metric: str = "bleu", split: str = "test") -> str:
@@ -112,7 +131,7 @@ def identity_headers(report) -> list:
 # -- the tables of one sweep ------------------------------------------------------------------
 def scores_table(report):
     headers = identity_headers(report) + ["paper Δ BLEU", "valid PPL", "BLEU (sacreBLEU)", "BLEU 95% CI", "Δ BLEU",
-                                          "Δ 95% CI", "p seeds (Holm)", verdict_header(report, "verdict"),
+                                          ci_header(report, "Δ"), "p seeds (Holm)", verdict_header(report, "verdict"),
                                           "p sentences only", "chrF++", "Δ chrF++",
                                           verdict_header(report, "verdict chrF++", "chrf"), "BLEU (tokenized)",
                                           "seeds ok", "not ok"]
@@ -129,7 +148,8 @@ def scores_table(report):
 
 
 def length_table(report):
-    long = ["BLEU long split", "Δ long", "Δ long 95% CI", verdict_header(report, "verdict long", "bleu", "test_long"),
+    long = ["BLEU long split", "Δ long", ci_header(report, "Δ long", "bleu", "test_long"),
+            verdict_header(report, "verdict long", "bleu", "test_long"),
             "p long sentences only", "chrF++ long", "BLEU long (tokenized)"] if report.has_long else []
     headers = identity_headers(report) + [f"BLEU {label}" for label in report.bucket_labels] + ["BLEU (test)"] + long
     body = []

@@ -19,7 +19,7 @@ from posenc.report import buckets as bucket_mod
 from posenc.report.outputs import cell_output
 from posenc.report.references import PaperNumbers, paper_numbers
 from posenc.report.scores import LengthScores, RowScores
-from posenc.report.sequential import apply_decisions, stopped_rows
+from posenc.report.sequential import apply_decisions, design_question_problem, keep_stop_seeds, stopped_rows
 from posenc.report.significance import DEFAULT_RESAMPLES, TESTS
 from posenc.report.stats import VERDICT_METRICS, Power, plan_value, power_columns, row_scores, significance
 from posenc.report.testsets import TestSets
@@ -63,9 +63,13 @@ def parse_baseline(text: str) -> tuple:
 @dataclass
 class SequentialStop:
     """A row a sequential design decides (``sequential.apply_decisions``): its median-unbiased Δ and
-    its stop in words; ``stop`` None for a row no design decides (it has neither column)."""
+    its stop in words; ``stop`` None for a row no design decides (it has neither column). A stopped
+    row's columns are over its stopping look's ``seeds``; ``left_out``: the seeds it ran beyond them
+    (``sequential.keep_stop_seeds``)."""
     delta_median_unbiased: float = None
     stop: str = None
+    seeds: list = None
+    left_out: list = None
 
 
 @dataclass
@@ -111,7 +115,8 @@ class TableRow:
             out.update(verdict=self.primary_verdict, verdict_bleu=self.verdicts[("bleu", "test")].verdict,
                        primary=self.primary)
         if self.sequential.stop is not None:
-            out.update(delta_median_unbiased=self.sequential.delta_median_unbiased, sequential=self.sequential.stop)
+            out.update(delta_median_unbiased=self.sequential.delta_median_unbiased, sequential=self.sequential.stop,
+                       sequential_seeds=self.sequential.seeds, sequential_seeds_left_out=self.sequential.left_out)
         out.update({**self.by_length.columns(), **self.paper.columns()})
         return MappingProxyType({**out, **self.power.columns()} if self.power is not None else out)
 
@@ -149,7 +154,12 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
     if settings.test not in TESTS:
         raise ReportError(f"test {settings.test!r} is not allowed; allowed: {', '.join(TESTS)}")
     base_key, base_value = settings.baseline
+    check_primary(settings.primary)
+    problem = design_question_problem(sweep, settings.primary, settings.baseline)
+    if problem:
+        raise ReportError(problem)
     rows, warnings = _group(sweep, row_keys(sweep)), []
+    keep_stop_seeds(rows, sweep, baselines(rows, settings.baseline))  # an adaptive row: its stopping look's seeds
     for row in rows:
         seeds = [c.record.seed for c in row.cells]
         if len(seeds) != len(set(map(str, seeds))):
@@ -168,7 +178,6 @@ def build_report(sweep, settings: Settings = Settings(), testsets: TestSets = No
                 elif not row.problems[split]:
                     row.problems[split] = why
         row_scores(row, has_long)
-    check_primary(settings.primary)
     if PRIMARIES[settings.primary][1] not in splits:
         allowed = ", ".join(name for name, (_, split) in PRIMARIES.items() if split in splits)
         raise ReportError(f"--primary {settings.primary}: no cell of this sweep scored the "

@@ -9,6 +9,7 @@ state from the rule before the group sequential design (min_seeds) is shown as t
 
 import math
 
+from posenc.cells.record import is_ok
 from posenc.stats.sequential import EFFICACY, MAX, median_unbiased, stagewise_p
 
 OVERSTATES = ("Δ at an efficacy stop overstates |Δ| on average (a row stops early when its Δ happens to be large): "
@@ -121,8 +122,40 @@ def strategy_notes(report) -> list:
             f"{d.futility}, or at N; its verdict is then frozen. A baseline row runs while any of its rows "
             "runs. For these rows the verdict, *, Δ and Δ CI above are the stopping look's (the CI is the repeated CI "
             "at the row's level), p seeds (Holm) is empty, and the CSV's p_seeds is the stage-wise ordering p at the "
-            "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; conservative, and at most the "
-            "row's α when the row rejected), never the fixed-sample p of seeds chosen by looks. " + OVERSTATES]
+            "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; the largest over the test-set "
+            "shares the thresholds hold for; at most the row's α exactly when the row rejected), never the "
+            "fixed-sample p of seeds chosen by looks. " + OVERSTATES,
+            SAME_SEEDS] + adopted_note(state) + [
+                f"{label}: every column over its stopping look's seeds {', '.join(map(str, kept))}; "
+                f"seed {', '.join(map(str, out))} ran after that look and is left out"
+                for label, kept, out in left_out_rows(report)]
+
+
+def adopted_note(state) -> list:
+    """The cells a sweep found in its directory before its first look and adopted, said once."""
+    found = list(getattr(state, "adopted", None) or [])
+    if not found:
+        return []
+    return [f"Adopted: {len(found)} cells were in the sweep directory before the design's first look "
+            f"(hydra.sweeper.adopt=true), and that look took them all at once: {', '.join(found)}."]
+
+
+SAME_SEEDS = ("One row, one set of seeds: a stopped row's every column (BLEU, chrF++, the long split, p sentences "
+              "only, seeds ok) is over its stopping look's seeds, those its Δ and interval are over. Its secondary "
+              "columns (chrF++, the long split) are estimates with their fixed-sample 95% interval over those seeds, "
+              "not adjusted for the looks, and have no verdict and no p: the looks tested BLEU on the test split "
+              "only, and a fixed-sample test on seeds they chose does not hold its level "
+              "(results/significance_calibration.md). The baseline row's columns are over all its seeds (it runs "
+              "while any of its rows runs): a row's BLEU minus the baseline's need not equal its Δ, which is over "
+              "the seeds the two share. Each repeated CI covers its own row's Δ with at least its row's level; "
+              "the family's intervals hold together only at α/m (100(1 - α/m)%).")
+
+
+def left_out_rows(report) -> list:
+    """The table's stopped rows that ran seeds beyond their stopping look (``keep_stop_seeds``), each
+    as ``(its label, the stopping look's seeds, the seeds left out)``."""
+    return [(" ".join(map(str, r.identity.values())), r.sequential.seeds, r.sequential.left_out)
+            for r in getattr(report, "rows", []) if getattr(r.sequential, "left_out", None)]
 
 
 def old_rule_note(s, size: str) -> str:
@@ -180,17 +213,75 @@ def short_stop(state) -> str:
     return f"{state.verdict or 'n/a'}: {why}"
 
 
+# The question the looks test: BLEU on the test split (``rows.PRIMARIES``' key). Another primary, or
+# another baseline, would give a fixed-sample verdict on seeds these looks chose.
+DESIGN_PRIMARY = "bleu"
+SECONDARY = "n/a: secondary of a sequential design, estimate only (no verdict)"
+
+
+def design_question_problem(sweep, primary: str, baseline: tuple) -> str:
+    """Why a table of ``sweep`` cannot answer with this primary or baseline, in one line, or "": the
+    rows a sequential design decided were decided on BLEU of the test split against its baseline."""
+    rows = sweep.strategy.sequential_rows() if getattr(sweep, "strategy", None) else []
+    if not rows:
+        return ""
+    if primary != DESIGN_PRIMARY:
+        return (f"--primary {primary}: this sweep's rows were decided by a sequential design on "
+                f"{DESIGN_PRIMARY} (BLEU on the test split), whose looks chose their seeds; allowed: "
+                f"--primary {DESIGN_PRIMARY}")
+    own = str(sweep.strategy.settings.baseline or "")
+    key, _, value = own.partition("=")
+    if own and tuple(baseline) != (key.lstrip("+"), value):
+        return (f"--baseline {'='.join(baseline)}: this sweep's rows were decided by a sequential design "
+                f"against {own}; allowed: --baseline {own}, or none")
+    return ""
+
+
+def stop_seeds(state, paired: list) -> list:
+    """The seeds of a stopped row's stopping look: as its state recorded them, else (a state written
+    before it kept them) the first n of the seeds it shares with its baseline, as the look took them."""
+    look = state.stop_look()
+    recorded = state.look_seeds[state.looks.index(look)] if look in state.looks and \
+        len(state.look_seeds) == len(state.looks) else None
+    return list(recorded) if recorded else sorted(paired, key=float)[:look.n]
+
+
+def keep_stop_seeds(rows, sweep, bases) -> None:
+    """One row, one set of seeds: a stopped adaptive row keeps only the cells of its stopping look's
+    seeds (its failed cells stay, to be listed), so that its BLEU, chrF++, the long split, the
+    sentence-only p and the seeds column are over the seeds its Δ and interval are over; the seeds
+    it ran beyond them (a retest that stopped it at an earlier look) are named in
+    ``row.sequential.left_out``. ``bases``: ``{id(row): its baseline row}``."""
+    for row in rows:
+        state = adaptive_states([row], sweep).get(id(row))
+        if state is None or not state.stopped or state.stop_look() is None:
+            continue
+        base = bases.get(id(row))
+        theirs = {c.record.seed for c in base.ok_cells()} if base is not None else set()
+        mine = [c.record.seed for c in row.ok_cells()]
+        keep = {str(s) for s in stop_seeds(state, [s for s in mine if s in theirs])}
+        row.sequential.seeds = sorted((s for s in mine if str(s) in keep), key=float)
+        row.sequential.left_out = sorted((s for s in mine if str(s) not in keep), key=float)
+        row.cells = [c for c in row.cells if not is_ok(c.record) or str(c.record.seed) in keep]
+
+
 def apply_decisions(rows, sweep) -> None:
     """The adaptive rows' decisions in the table's BLEU verdict columns: the frozen verdict and the
-    repeated CI in place of the fixed one; no Holm p (it is never compared with 0.05). A row still
-    between looks has no verdict yet. A seeds strategy's rows, or a tune strategy's best values'
-    seeds where its seeds strategy decided them."""
+    repeated CI at the row's level in place of the fixed one; no Holm p (it is never compared with
+    0.05). A row still between looks has no verdict yet. Its secondary columns (chrF++, the long
+    split) keep their estimate and fixed-sample 95% interval, and have no verdict and no p. A seeds
+    strategy's rows, or a tune strategy's best values' seeds where its seeds strategy decided them."""
     states = adaptive_states(rows, sweep)
     for row in rows:
         state = states.get(id(row))
         if state is None:
             continue
-        v = row.verdicts[("bleu", "test")]
+        for key, secondary in row.verdicts.items():
+            if key != (DESIGN_PRIMARY, "test") and not str(secondary.verdict or "").startswith("n/a"):
+                ci = "" if secondary.delta_ci_low is None else \
+                    f"; 95% CI [{secondary.delta_ci_low:+.2f}, {secondary.delta_ci_high:+.2f}]"
+                secondary.verdict, secondary.p_seeds, secondary.p_seeds_holm = SECONDARY + ci, None, None
+        v = row.verdicts[(DESIGN_PRIMARY, "test")]
         v.verdict = state.verdict if state.stopped else "n/a: between looks (no verdict before its stop)"
         settings = sweep.strategy.seeds_settings()
         after = inference(state, settings)
@@ -200,5 +291,7 @@ def apply_decisions(rows, sweep) -> None:
         v.p_seeds = after.get("p_stagewise")   # never the fixed-sample p: this row's seeds were chosen by looks
         v.p_seeds_holm = None
         row.sequential.delta_median_unbiased = after.get("delta_median_unbiased")
-        v.delta_ci_low, v.delta_ci_high = state.ci if state.stopped and state.ci else (None, None)
+        ci = state.ci if state.stopped and state.ci else None
+        v.delta_ci_low, v.delta_ci_high = ci or (None, None)
+        v.delta_ci_level = 1 - state.level if ci and state.level is not None else None   # its row's level
         row.sequential.stop = row_stop(state, settings)

@@ -16,7 +16,7 @@ from posenc.metrics import bootstrap_ci, corpus_score
 from posenc.report.scores import Interval, MeanSd, RowScores, SplitScores
 from posenc.report.significance import paired_test
 from posenc.stats import power as power_mod
-from posenc.stats.verdict import holm, seed_test, verdict
+from posenc.stats.verdict import ALPHA, holm, seed_test, verdict
 
 BOOTSTRAP_CI_RESAMPLES = 1000
 
@@ -130,12 +130,14 @@ class Comparison:
 class Verdict:
     """A table row's verdict over seeds against its baseline row on one metric and split
     (``posenc.stats.verdict``), typed as ``Comparison`` is: the seed test's p, Holm's p over the rows
-    sharing the baseline, the 95% CI of Δ, and better/worse/no evidence or why there is none."""
+    sharing the baseline, the CI of Δ and its level (95%; a sequential design's row: the repeated CI
+    at its row's level), and better/worse/no evidence or why there is none."""
     p_seeds: float = None
     p_seeds_holm: float = None
     delta_ci_low: float = None
     delta_ci_high: float = None
     verdict: str = None
+    delta_ci_level: float = None   # the interval's coverage: 1 - ALPHA, or 1 - the row's α (sequential)
 
     def columns(self, metric: str, split: str) -> dict:
         """The table's columns, in their order (BLEU's bare, chrF++'s with ``_chrf``; ``_<split>`` but on test)."""
@@ -222,7 +224,7 @@ def verdicts(rows, split, batches):
             row.tests[(metric, split)] = test
             setattr(row.comparisons[split], f"delta_{metric}", test.delta)   # the CI's own centre, same seeds
             out.p_seeds = test.p
-            out.delta_ci_low, out.delta_ci_high = test.ci_low, test.ci_high
+            out.delta_ci_low, out.delta_ci_high, out.delta_ci_level = test.ci_low, test.ci_high, 1 - ALPHA
             families.setdefault(id(base), []).append(row)
         for members in families.values():
             adjusted = holm({id(r): r.tests[(metric, split)].p for r in members})

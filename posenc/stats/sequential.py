@@ -21,12 +21,13 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   for the m rows sharing one baseline; frozen holds the Decisions taken at earlier calls (a stopped
   row's verdict never changes). Returns a Decision for every row: ``stopped`` "" (go on),
   EFFICACY, FUTILITY or MAX; ``why`` as the table says it; ``verdict`` (""
-  while going on); ``look`` (for efficacy the latest look that crosses, an earlier one where a
-  retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
+  while going on); ``look`` (for efficacy the first look that crosses at the row's level, an earlier one than
+  its latest where a retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
   interval at that look, at the row's level); ``level`` (α / rows not rejected when it stopped).
   Decisions and Looks are JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
 - After a stop: ``stagewise_p(design, n, p, alpha)``, the stage-wise ordering p of a row that
-  stopped at look n (at least uniform under the null; at most the α spent by n when it crossed), and
+  stopped at look n, the largest over the null worlds the thresholds hold for (at least uniform
+  under the null, the pilot's look included; at most α exactly when it crossed), and
   ``median_unbiased(design, look, alpha)``, the median-unbiased Δ under that ordering (normal
   theory with the look's variance components taken as known). ``design_of(settings)``: the
   Design a sweep's state ran.
@@ -93,6 +94,7 @@ PATHS, PATHS_SEED = 2_000_000, 20261202   # the thresholds' Monte Carlo: paths a
 VERDICT_PATHS = 400_000                    # paths per shared part of the verdict's t (``shared_grid``)
 SHARED_TOP, SHARED_FLOOR = 0.08, 0.004     # the shared parts tried, in units of the seeds' σ²
 POWER = 0.8                   # the power "could still have found" and ``reachable`` speak of
+MIN_CROSSINGS = 1_000         # a look's null crossings (of PATHS) below which its threshold is not estimated
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,35 @@ class Design:
         alpha = self.alpha if alpha is None else float(alpha)
         table = _thresholds(self.spending, float(self.gamma), self.pilot_seeds, self.max_seeds, alpha, self.statistic)
         return dict(zip(range(self.pilot_seeds, self.max_seeds + 1), table))
+
+
+    def unresolved(self, alpha: float = None) -> str:
+        """Why the thresholds at level ``alpha`` cannot be simulated, in one line naming the smallest
+        level that can (``smallest_level``), or "": a look whose α to spend is crossed by fewer than
+        MIN_CROSSINGS of the seeds' PATHS null paths (its threshold would be 0, or a Monte Carlo
+        guess). Arithmetic only: no simulation."""
+        alpha = self.alpha if alpha is None else float(alpha)
+        fewest = _fewest_crossings(self, alpha)
+        if fewest >= MIN_CROSSINGS:
+            return ""
+        return (f"the level {alpha:.4g} leaves a look {fewest:.0f} of the thresholds' {PATHS:,} simulated null "
+                f"paths to cross (at least {MIN_CROSSINGS:,} needed, or its threshold is 0 or a guess); the "
+                f"smallest level that resolves is {self.smallest_level():.4g}")
+
+    def smallest_level(self) -> float:
+        """The smallest level at which every look is crossed by MIN_CROSSINGS of the PATHS null paths
+        (the crossings grow with the level: bisection)."""
+        low, high = 1e-12, 1.0
+        for _ in range(80):
+            mid = math.sqrt(low * high)
+            low, high = (low, mid) if _fewest_crossings(self, mid) >= MIN_CROSSINGS else (mid, high)
+        return high
+
+
+def _fewest_crossings(design: Design, alpha: float) -> float:
+    """The fewest null paths (of PATHS) whose first crossing a look of ``design`` spends at ``alpha``."""
+    spent = np.array(list(design.spent(alpha).values()))
+    return float(np.diff(spent, prepend=0.0).min() * PATHS)
 
 
 DESIGN_SETTINGS = tuple(f.name for f in fields(Design))  # a state keeps them flat, beside the strategy's own
@@ -302,39 +333,57 @@ def _verdict_crossings(looks: tuple, spent: tuple, shared: float, paths: int = V
 
 @cache
 def _stagewise_tails(kind: str, gamma: float, pilot: int, most: int, alpha: float, n: int,
-                     statistic: str) -> np.ndarray:
-    """The sorted |t| at look n of the null paths that crossed no earlier threshold (those of
-    ``_crossings``: the same paths)."""
+                     statistic: str) -> tuple:
+    """For each null world the thresholds were simulated for (the seeds-only t's paths, and for the
+    verdict's statistic the verdict's paths of each shared part of ``shared_grid``): ``(the share of
+    paths that crossed a(j) at a look j < n, the sorted p at look n of the paths that did not)``.
+    The same paths and seed as the thresholds' own Monte Carlo; each look's p is the statistic's."""
     from scipy import special
 
     looks = tuple(range(pilot, n + 1))
     table = _thresholds(kind, gamma, pilot, most, alpha, statistic)
-    alive = np.ones(PATHS, dtype=bool)
-    for look, t in zip(looks, _paths(looks)):
-        if look == n:
-            return np.sort(t[alive])
-        alive &= t < special.stdtrit(look - 1, 1 - table[look - pilot] / 2)
+    worlds = [(look, 2 * special.stdtr(look - 1, -t)) for look, t in zip(looks, _paths(looks))]
+    out = [_tail(worlds, table, pilot, PATHS)]
+    if statistic == "verdict":
+        for shared in shared_grid(pilot, most):
+            steps = []
+            for look, (t, seed_part) in zip(looks, _verdict_paths(looks, shared)):
+                df = degrees_of_freedom(seed_part, shared, look, math.inf, guard_factor(look))
+                steps.append((look, 2 * special.stdtr(df, -t)))
+            out.append(_tail(steps, table, pilot, VERDICT_PATHS))
+    return tuple(out)
+
+
+def _tail(steps, table, pilot: int, paths: int) -> tuple:
+    """``(share crossed before the last step, sorted p of the rest at the last step)`` of ``steps``,
+    ``[(look, p of every path)]``, against the thresholds ``table`` (from look ``pilot``)."""
+    alive = np.ones(paths, dtype=bool)
+    for look, p in steps[:-1]:
+        alive &= p > table[look - pilot]
+    return 1.0 - alive.mean(), np.sort(steps[-1][1][alive])
 
 
 def stagewise_p(design: "Design", n: int, p: float, alpha: float = None) -> float:
     """The stage-wise ordering p of a row that stopped at look ``n`` with the verdict's p ``p``, at
     level ``alpha`` (its row's; Jennison & Turnbull 2000, §8.4): the null chance of a crossing at an
-    earlier look (the α the design spent before n) and of reaching look n with a p at or below
-    this one (the seeds-only Monte Carlo paths). At the pilot's look it is p itself; it is at most
-    the α spent by look n when p <= a(n). The verdict's p enters on the seeds' t scale at n - 1 df.
-    The verdict's thresholds spend at most the α of each look, so the earlier looks' part, the α
-    spent, errs large: the p is conservative."""
-    from scipy import special
-
+    earlier look and of reaching look n with a p at or below this one, on the paths of each null
+    world the thresholds were simulated for (the seeds' t, and each shared part of the verdict's t),
+    the largest over them: the pilot's look included, where the verdict's p alone is too small
+    under a shared part. At most α when p <= a(n) (every world crosses at most α under the
+    thresholds, the least of all worlds'); a row that did not cross gets at least α."""
     alpha = design.alpha if alpha is None else float(alpha)
-    n = int(n)
-    if n <= design.pilot_seeds:
-        return float(p)
+    n, p = int(n), float(p)
+    if n <= design.pilot_seeds and design.statistic == "seeds":
+        return p   # the seeds-only t's p is exact at the first look
     tails = _stagewise_tails(design.spending, float(design.gamma), design.pilot_seeds, design.max_seeds, alpha, n,
                              design.statistic)
-    t = special.stdtrit(n - 1, 1 - p / 2)
-    beyond = (len(tails) - np.searchsorted(tails, t, side="left")) / PATHS
-    return float(design.spent(alpha)[n - 1] + beyond)
+    worst = max(before + np.searchsorted(rest, p, side="right") / PATHS_OF[i > 0]
+                for i, (before, rest) in enumerate(tails))
+    crossed = p <= design.thresholds(alpha).get(n, -1.0)
+    return float(min(worst, alpha) if crossed else max(worst, alpha))
+
+
+PATHS_OF = {False: PATHS, True: VERDICT_PATHS}   # the seeds' paths, a shared part's
 
 
 def median_unbiased(design: "Design", look: "Look", alpha: float = None, paths: int = 20_000) -> float:
@@ -550,8 +599,8 @@ def decide(design: Design, effect: float, rows: dict, frozen: dict = None) -> di
             if name in out or not looks.get(name):
                 continue
             hits = [x for x in looks[name] if x.n in table and x.p <= table[x.n]]
-            if hits:
-                crossed[name] = hits[-1]
+            if hits:   # the first crossing: the stage-wise ordering and the median-unbiased Δ assume none before it
+                crossed[name] = hits[0]
         for name, look in crossed.items():
             look = _judged(look, design, effect, level)
             out[name] = Decision(EFFICACY, f"efficacy at {look.n} seeds", BETTER if look.delta > 0 else WORSE, look,

@@ -47,6 +47,9 @@ SeedsSweeperConf = make_dataclass("SeedsSweeperConf", [
     ("_target_", str, field(default=SEEDS_TARGET)),
     ("params", Any, field(default=None)),    # the grid of rows (a preset's seed list is replaced)
     ("min_seeds", Any, field(default=None)),  # the replaced rule's floor: kept only to refuse it in one line
+    # true: a new sweep takes the cells already in its directory (no state yet) into its first look,
+    # as the user says; recorded in the state and the table. false: such a directory is refused.
+    ("adopt", Any, field(default=False)),
 ], bases=(SeedsStrategyConf,))
 SEEDS_SETTINGS = tuple(f.name for f in fields(SeedsStrategyConf))
 

@@ -77,6 +77,21 @@ def checked_settings(given: dict) -> SeedsSettings:
     return settings
 
 
+def new_design_check(design: sequential.Design, rows: int) -> None:
+    """StrategyError for a design a new sweep must not start with: the seeds-only table (too
+    permissive for the verdict's t: up to 1.16 times α/5), or a level α/m (``rows``: the largest
+    family) whose thresholds the simulation cannot resolve. A sweep that started so resumes as it ran."""
+    if design.statistic == "seeds":
+        raise StrategyError("hydra.sweeper.statistic=seeds is the seeds-only table of sweeps started before "
+                            "2026-12-03, too permissive for the verdict's t (up to 1.16 times its level at α/5); "
+                            "allowed for a new sweep: statistic=verdict")
+    problem = design.unresolved(design.alpha / rows)
+    if problem:
+        raise StrategyError(f"hydra.sweeper.alpha={design.alpha!r} over {rows} rows sharing a baseline: {problem}; "
+                            f"allowed: alpha >= {design.smallest_level() * rows:.4g} for {rows} rows, fewer rows, "
+                            "or fewer looks")
+
+
 def report_settings(settings) -> Settings:
     """The report's settings for a seeds strategy's settings (``SeedsSettings``, or an old rule's):
     the table, its power section and every look use the strategy's baseline, effect and test size."""
@@ -120,6 +135,7 @@ class SeedsPlanner:
     def __init__(self, settings: SeedsSettings, rows: list, name, before: SeedsState = None):
         self.settings, self.rows, self.name = settings, rows, name
         self.report_settings = report_settings(settings)
+        self.adopted = list(before.adopted) if before is not None else []   # cells its first look took as found
         if before is not None:
             self.resume(before)
 
@@ -140,6 +156,8 @@ class SeedsPlanner:
             raise StrategyError(f"hydra.sweeper.baseline={base_key}={base_value}: no row of the sweep is compared "
                                 f"with a {base_key}={base_value} row; allowed: a grid with a baseline row and rows "
                                 f"that differ from it in {base_key} (e.g. placement=both,none)")
+        if before is None:   # a new sweep: only a design whose thresholds hold and can be simulated
+            new_design_check(settings.design, max(len(f) for f in planner.families()))
         return planner
 
     def resume(self, before: SeedsState) -> None:
@@ -252,6 +270,8 @@ class SeedsPlanner:
         if not hasattr(test, "delta"):
             row.state.stopped, row.state.why = UNTESTABLE, test or "no comparison with its baseline"
             return
+        if len(row.state.look_seeds) == len(row.state.looks):  # a state before issue 49 kept none: it gets none
+            row.state.look_seeds.append(sorted(self.looked_at(row), key=float))
         row.state.looks.append(sequential.Look.of(test))
         if len(row.state.looks) == 1:
             row.state.unreachable = unreachable(test, design, float(self.settings.effect), level)
@@ -306,7 +326,7 @@ class SeedsPlanner:
         """The plan as it stands: every cell a row has finished or this run launched, each row's looks and stop."""
         cells = [StateCell(self.dirname(row, s), row.overrides + [f"{SEED}={s}"])
                  for row in self.rows for s in sorted(set(row.state.seeds) | row.tried)]
-        return SeedsState(self.settings, [row.state for row in self.rows], cells)
+        return SeedsState(self.settings, [row.state for row in self.rows], cells, adopted=self.adopted)
 
 
 def family_change(before: SeedsState, settings: SeedsSettings, rows: list) -> str:

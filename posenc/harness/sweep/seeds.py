@@ -19,8 +19,9 @@ from pathlib import Path
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
+from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE, override_dirname, sweep_jobs
-from posenc.cells.strategy import SeedsState, StateError, read_state
+from posenc.cells.strategy import SEEDS_FILE, SeedsState, StateError, read_state
 from posenc.harness.sweep.config import SEEDS_SETTINGS
 from posenc.harness.sweep.launching import LaunchingSweeper
 from posenc.harness.sweep.planner import SEED, SeedsPlanner, StrategyError, checked_settings
@@ -48,11 +49,25 @@ def grid_jobs(params: dict, arguments, strategy: str) -> list:
     return sweep_jobs(parser.parse_overrides(preset + list(arguments)))
 
 
+def found_cells(sweep_dir: Path, adopt) -> list:
+    """The cells a sweep directory without a seeds state already holds (their directories), which
+    the design's first look would take all at once: refused unless ``adopt`` is true, and then
+    returned for the state to record."""
+    found = sorted(p.parent.name for p in sweep_dir.glob(f"*/{RESULT_FILE}")) if sweep_dir.exists() else []
+    if adopt not in (True, False):
+        raise StrategyError(f"hydra.sweeper.adopt={adopt!r} is not allowed; allowed: true or false")
+    if found and not adopt:
+        raise StrategyError(f"{sweep_dir} holds {len(found)} cells (e.g. {found[0]}) but no {SEEDS_FILE}: the "
+                            "design's first look would take them all at once; allowed: a new hydra.sweep.dir, or "
+                            "hydra.sweeper.adopt=true to adopt them (the state and the table say so)")
+    return found
+
+
 class SeedsSweeper(LaunchingSweeper):
-    def __init__(self, params=None, min_seeds=None, **settings):
+    def __init__(self, params=None, min_seeds=None, adopt=False, **settings):
         self.params = dict(params or {})
         self.given = {k: v for k, v in settings.items() if k in SEEDS_SETTINGS}
-        self.min_seeds = min_seeds
+        self.min_seeds, self.adopt = min_seeds, adopt
 
     def sweep(self, arguments):
         try:
@@ -65,8 +80,10 @@ class SeedsSweeper(LaunchingSweeper):
             before = read_state(sweep_dir) if sweep_dir.exists() else None
             if before is not None and not isinstance(before, SeedsState):
                 raise StrategyError(f"{sweep_dir}: a tune strategy's sweep; allowed: a new hydra.sweep.dir")
+            found = [] if before is not None else found_cells(sweep_dir, self.adopt)
             planner = SeedsPlanner.for_grid(settings, grid_jobs(self.params, arguments, "seeds"),
                                             cell_namer(self.config), before)
+            planner.adopted = planner.adopted or found
         except (StrategyError, StateError) as err:
             print(f"posenc-run: error: {err}", file=sys.stderr)
             sys.exit(2)

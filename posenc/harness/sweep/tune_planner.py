@@ -38,6 +38,7 @@ from posenc.harness.sweep.planner import (
     StrategyError,
     checked_settings,
     link_baselines,
+    new_design_check,
     value_in,
 )
 from posenc.report.rows import parse_baseline
@@ -149,6 +150,17 @@ class TuneSettings:
                                     pruner=self.pruner, baseline=str(self.baseline), seeds_strategy=seeds_strategy)
 
 
+def family_size(rows: list, baseline) -> int:
+    """The most rows compared with one baseline row: rows equal in every other override."""
+    key, value = parse_baseline(str(baseline))
+    groups = {}
+    for row in rows:
+        rest = tuple(sorted(o for o in row.overrides if o.split("=", 1)[0].lstrip("+~") != key))
+        mine = str(value_in(row.overrides, key))
+        groups[rest] = groups.get(rest, 0) + (mine != str(value))
+    return max([*groups.values(), 1])
+
+
 class TunePlanner:
     """``next_jobs(sweep)`` after every batch (the trials, then the best values' seeds); ``state()``
     for the state file. ``name(overrides) -> dirname`` names a cell as the launcher will."""
@@ -160,6 +172,8 @@ class TunePlanner:
         self.counts = settings.counts
         self.row_index = {row.row: index for index, row in enumerate(rows)}  # seeds each row's sampler
         self.phase, self.launched, self.seeds_planner, self.words = TRIALS, set(), None, ""
+        if before is None and settings.seeds_strategy is not None:   # refused before any trial, not after
+            new_design_check(settings.planner_settings().design, family_size(rows, settings.baseline))
 
     def next_jobs(self, sweep) -> list:
         """The cells to launch next (``Job`` values); [] when the sweep is done."""
