@@ -1,0 +1,115 @@
+"""Decoding in the trainer's process (posenc.fairseq_decode) against stock fairseq-generate.
+
+The harness decodes the test split in the training process once training ends; commands.sh keeps
+the stock fairseq-generate command line. Here, for each of the 12 cells of ``make table4``
+(experiment=table4: 4 placements x 3 seeds, fconv_small, synthetic, a short budget) and for a
+Transformer cell with beam 5 that also scores test_long, that stock command line is run by hand on
+the cell's own checkpoint, and every line fairseq prints per sentence (source, target, hypothesis,
+its score, detokenized text and positional scores, to fairseq's 4 decimals) must be byte-identical
+to what the trainer wrote. Undertrained models are enough: any difference in loading, seeding,
+batching or search changes these lines.
+"""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from posenc.cells import layout
+from posenc.harness.run.decoding import TrainerDecoding
+from posenc.trainer_decode import DECODE_FLAG, DECODED_MARK, DECODING_MARK, decoded_split, split_argv
+from project import posenc_run
+
+SMALL_DATA = ["data.generator.train=400", "data.generator.valid=40", "data.generator.test=60",
+              "data.generator.test_long=30"]
+PER_SENTENCE = re.compile(r"^[STHDP]-\d+\t")
+
+
+def per_sentence_lines(text: str) -> list:
+    return [line for line in text.splitlines() if PER_SENTENCE.match(line)]
+
+
+def stock_generate(cell: Path, split: str) -> str:
+    """The cell's fairseq-generate line of commands.sh, run by hand (a child of its own)."""
+    line = next(x for x in (cell / layout.COMMANDS_FILE).read_text().splitlines()
+                if x.endswith(f"> generate-{split}.log"))
+    argv = shlex.split(line)
+    argv = argv[:argv.index(">")]
+    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
+    proc = subprocess.run(argv, cwd=cell, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def assert_trainer_decoded_like_stock(cell: Path, splits=("test",)) -> int:
+    record = json.loads((cell / layout.RESULT_FILE).read_text())
+    assert record["status"] == "ok", record["error"]
+    train_log = (cell / layout.TRAIN_LOG).read_text()
+    assert DECODING_MARK in train_log  # decoded in the trainer, not by the fallback child
+    for split in splits:
+        assert f"{DECODED_MARK} {split} " in train_log
+        ours = per_sentence_lines((cell / layout.generate_log(split)).read_text())
+        stock = per_sentence_lines(stock_generate(cell, split))
+        assert len(ours) == len(stock) > 0
+        assert ours == stock, f"{cell.name} {split}: in-trainer decoding differs from fairseq-generate"
+    return len(ours)
+
+
+@pytest.mark.slow
+def test_the_12_cells_of_table4_decode_in_the_trainer_exactly_as_fairseq_generate(tmp_path):
+    sweep = tmp_path / "table4"
+    proc = posenc_run("-m", "experiment=table4", "budget=smoke", "budget.max_update=30", "budget.max_epoch=2",
+                      *SMALL_DATA, f"hydra.sweep.dir={sweep}", cwd=tmp_path, cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cells = sorted(p.parent for p in sweep.glob("*/result.json"))
+    assert len(cells) == 12
+    for cell in cells:
+        assert assert_trainer_decoded_like_stock(cell) == 5 * 60  # S, T, H, D, P of every test sentence
+        # commands.sh: the stock command lines, without the trainer's decoding plan
+        assert DECODE_FLAG not in (cell / layout.COMMANDS_FILE).read_text()
+
+
+@pytest.mark.slow
+def test_a_transformer_cell_with_beam_5_decodes_both_splits_exactly_as_fairseq_generate(tmp_path):
+    cell = tmp_path / "cell"
+    proc = posenc_run("model=transformer_small", "pe=sinusoidal", "budget=smoke", "generation.beam=5",
+                      "generation.test_long=true", *SMALL_DATA, f"hydra.run.dir={cell}",
+                      cwd=tmp_path, cache=tmp_path / "cache")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "--beam 5" in (cell / layout.COMMANDS_FILE).read_text()
+    assert_trainer_decoded_like_stock(cell, ("test", "test_long"))
+
+
+def test_a_run_never_reads_an_earlier_or_partial_log_as_its_own(tmp_path):
+    """The plan's run clears earlier logs and partial files; a split counts only once this run's
+    trainer said it wrote it whole."""
+    log = tmp_path / layout.generate_log("test")
+    log.write_text("H-0\t-0.1\tan earlier run's whole output\n")
+    (tmp_path / (log.name + ".part")).write_text("H-0\t-0.1\ta killed decoding's half\n")
+    generate = [sys.executable, "-m", "fairseq_cli.generate", "DATA", "--beam", "5"]
+    decoding = TrainerDecoding(tmp_path, {"test": generate},
+                               enabled=True)
+    argv = decoding.train_argv(["python", "-m", "posenc.fairseq_train", "DATA"])
+    assert not log.exists() and not (tmp_path / (log.name + ".part")).exists()
+    train_args, plan = split_argv(argv[3:])
+    assert train_args == ["DATA"] and json.loads(Path(plan).read_text()) == {
+        "test": {"argv": ["DATA", "--beam", "5"], "log": str(log)}}
+    assert not decoding.decoded("test")
+    decoding.on_line(f"{DECODED_MARK} test 1.234\n")
+    assert not decoding.decoded("test")  # said so, but the log is not there
+    log.write_text("H-0\t-0.1\tthis run's\n")
+    assert decoding.decoded("test") and decoding.seconds["test"] == 1.2
+
+
+def test_without_a_plan_the_trainer_gets_fairseqs_own_arguments(tmp_path):
+    decoding = TrainerDecoding(tmp_path, {"test": ["python", "-m", "fairseq_cli.generate", "DATA"]}, enabled=False)
+    assert decoding.train_argv(["python", "-m", "posenc.fairseq_train", "DATA"]) == \
+        ["python", "-m", "posenc.fairseq_train", "DATA"]
+    assert split_argv(["DATA", "--seed", "1"]) == (["DATA", "--seed", "1"], None)
+    assert decoded_split("posenc: decoded test_long 0.5") == ("test_long", 0.5)
+    assert decoded_split("posenc: decoded") is None
