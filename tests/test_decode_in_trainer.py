@@ -14,8 +14,10 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ import pytest
 from posenc.cells import layout
 from posenc.harness.run.decoding import TrainerDecoding
 from posenc.trainer_decode import DECODE_FLAG, DECODED_MARK, DECODING_MARK, decoded_split, split_argv
-from project import posenc_run
+from project import BIN, posenc_run
 
 SMALL_DATA = ["data.generator.train=400", "data.generator.valid=40", "data.generator.test=60",
               "data.generator.test_long=30"]
@@ -83,6 +85,39 @@ def test_a_transformer_cell_with_beam_5_decodes_both_splits_exactly_as_fairseq_g
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "--beam 5" in (cell / layout.COMMANDS_FILE).read_text()
     assert_trainer_decoded_like_stock(cell, ("test", "test_long"))
+
+
+@pytest.mark.slow
+def test_a_stop_while_the_trainer_decodes_leaves_no_output_as_whole_and_the_rerun_scores_it(tmp_path):
+    cell, cache = tmp_path / "cell", tmp_path / "cache"
+    args = ["budget=smoke", "data.generator.train=400", "data.generator.valid=40", "data.generator.test=3000",
+            "data.generator.test_long=30", f"hydra.run.dir={cell}"]  # 3,000 test sentences: seconds of decoding
+    env = {"POSENC_CACHE": str(cache), "PATH": f"{BIN}:/usr/bin:/bin",
+           **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})}
+    with open(tmp_path / "err", "w") as err:
+        proc = subprocess.Popen([str(BIN / "posenc-run"), *args], cwd=tmp_path, env=env, stdout=err, stderr=err,
+                                start_new_session=True)
+        deadline = time.monotonic() + 600
+        log = cell / layout.TRAIN_LOG
+        while not (log.exists() and DECODING_MARK in log.read_text(errors="replace")):
+            assert proc.poll() is None and time.monotonic() < deadline, "the trainer never began decoding"
+            time.sleep(0.02)
+        time.sleep(0.3)  # the checkpoint loaded, search under way
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    record = json.loads((cell / layout.RESULT_FILE).read_text())
+    assert record["status"] == "interrupted"
+    assert record["error"] == ("interrupted by SIGTERM during fairseq-generate (in the trainer); training is finished: "
+                               "a rerun scores it")
+    assert f"{DECODED_MARK} test" not in log.read_text()
+    assert not (cell / layout.generate_log("test")).exists() and not (cell / layout.HYPOTHESES_FILE).exists()
+    rerun = posenc_run(*args, cwd=tmp_path, cache=cache)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "training finished earlier" in rerun.stderr
+    record = json.loads((cell / layout.RESULT_FILE).read_text())
+    assert record["status"] == "ok" and record["test_sentences"] == 3000
+    assert len((cell / layout.HYPOTHESES_FILE).read_text().splitlines()) == 3000
+    assert len(per_sentence_lines((cell / layout.generate_log("test")).read_text())) == 5 * 3000
 
 
 def test_a_run_never_reads_an_earlier_or_partial_log_as_its_own(tmp_path):

@@ -13,8 +13,6 @@ from pathlib import Path
 from posenc.cells import layout
 from posenc.trainer_decode import DECODE_FLAG, DECODING_MARK, decoded_split, write_plan
 
-PLAN_FILE = "decode-plan.json"  # the trainer's decoding plan, in the cell's directory (rewritten each run)
-
 
 class TrainerDecoding:
     """The splits one training run decodes in its own process, and the times its output gives."""
@@ -33,7 +31,7 @@ class TrainerDecoding:
             log.with_name(log.name + ".part").unlink(missing_ok=True)
         if not self.generate_argvs:
             return list(argv)
-        plan = self.job_dir / PLAN_FILE
+        plan = self.job_dir / layout.DECODE_PLAN
         write_plan(plan, {split: (generate, self.job_dir / layout.generate_log(split))
                           for split, generate in self.generate_argvs.items()})
         return [*argv, DECODE_FLAG, str(plan)]
