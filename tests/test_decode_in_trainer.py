@@ -138,3 +138,11 @@ def test_without_a_plan_the_trainer_gets_fairseqs_own_arguments(tmp_path):
     assert split_argv(["DATA", "--seed", "1"]) == (["DATA", "--seed", "1"], None)
     assert decoded_split("posenc: decoded test_long 0.5") == ("test_long", 0.5)
     assert decoded_split("posenc: decoded") is None
+    assert decoding.step_limit(600, 300) == 600  # nothing to decode: the training's own limit
+
+
+def test_the_training_steps_limit_makes_room_for_each_split_it_decodes(tmp_path):
+    generate = ["python", "-m", "fairseq_cli.generate", "DATA"]
+    decoding = TrainerDecoding(tmp_path, {"test": generate, "test_long": generate}, enabled=True)
+    assert decoding.step_limit(600, 300) == 1200
+    assert decoding.step_limit(0, 0) == 0  # no limits stay no limits

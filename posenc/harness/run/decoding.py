@@ -36,6 +36,14 @@ class TrainerDecoding:
                           for split, generate in self.generate_argvs.items()})
         return [*argv, DECODE_FLAG, str(plan)]
 
+    def step_limit(self, train_s: float, generate_s: float) -> float:
+        """The training step's hard limit once it also decodes: each split's own limit added, so
+        that a decoding which a fairseq-generate child would have had time for is never cut short
+        (0, no limit, where either has none; ``posenc.harness.config.limits`` sets both or neither)."""
+        if not self.generate_argvs or not train_s:
+            return train_s
+        return train_s + generate_s * len(self.generate_argvs) if generate_s else 0
+
     def on_line(self, line: str) -> None:
         if line.startswith(DECODING_MARK):
             self.began = time.monotonic()

@@ -201,8 +201,8 @@ def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: 
     started = time.monotonic()
     try:
         stop_if = non_finite_loss if pruning is None else first_reason(non_finite_loss, pruning.check)
-        run_step("fairseq-train", argv, log, limit_s, each_line(decoding.on_line, on_line), env=env, append=resuming,
-                 stop_if=stop_if)
+        run_step("fairseq-train", argv, log, decoding.step_limit(limit_s, cell.limits.other_s),
+                 each_line(decoding.on_line, on_line), env=env, append=resuming, stop_if=stop_if)
     finally:
         wall = resume.add_training_time(job_dir, decoding.training_seconds(started))
     training = training_fields(log.read_text(encoding="utf-8", errors="replace").splitlines())
