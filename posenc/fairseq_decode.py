@@ -45,7 +45,7 @@ def decode(plan_path) -> None:
             started = time.monotonic()
             generate_into(argv, log)
             print(f"{DECODED_MARK} {split} {time.monotonic() - started:.3f}", flush=True)
-    except Exception as err:  # noqa: BLE001  the harness decodes what is left with fairseq-generate
+    except (Exception, SystemExit) as err:  # (argparse exits) the harness decodes what is left with fairseq-generate
         print(f"{FAILED_MARK} {type(err).__name__}: {err}".splitlines()[0], flush=True)
 
 
@@ -53,6 +53,15 @@ def generate_into(argv: list, log: Path) -> None:
     """``fairseq-generate ARGV > LOG``, in this process; LOG appears only when whole."""
     log = Path(log)
     partial = log.with_name(log.name + ".part")
+    try:
+        _generate(argv, partial)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, log)
+
+
+def _generate(argv: list, partial: Path) -> None:
     root = logging.getLogger()
     kept = root.handlers[:]
     with open(partial, "w", encoding="utf-8", buffering=1) as out:
@@ -69,4 +78,3 @@ def generate_into(argv: list, log: Path) -> None:
             root.handlers = kept
         out.flush()
         os.fsync(out.fileno())
-    os.replace(partial, log)

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from posenc import trainer_decode as marks
 from posenc.cells import layout
 from posenc.harness.run.decoding import TrainerDecoding
-from posenc.trainer_decode import DECODE_FLAG, DECODED_MARK, DECODING_MARK, decoded_split, split_argv
+from posenc.trainer_decode import DECODE_FLAG, DECODED_MARK, DECODING_MARK, decoded_split, split_argv, write_plan
 from project import BIN, REPO, posenc_run
 
 SMALL_DATA = ["data.generator.train=400", "data.generator.valid=40", "data.generator.test=60",
@@ -146,3 +147,17 @@ def test_the_training_steps_limit_makes_room_for_each_split_it_decodes(tmp_path)
     decoding = TrainerDecoding(tmp_path, {"test": generate, "test_long": generate}, enabled=True)
     assert decoding.step_limit(600, 300) == 1200
     assert decoding.step_limit(0, 0) == 0  # no limits stay no limits
+
+
+def test_a_decoding_that_fails_in_the_trainer_says_so_in_one_line_and_leaves_nothing_half_written(tmp_path):
+    """The trainer's process goes on to exit 0 (training is finished); the harness decodes instead."""
+    log = tmp_path / layout.generate_log("test")
+    write_plan(tmp_path / "plan.json", {"test": ([sys.executable, "-m", "fairseq_cli.generate", str(tmp_path / "none"),
+                                                  "--task", "translation", "--path", str(tmp_path / "none.pt")], log)})
+    code = "import sys; from posenc.fairseq_decode import decode; decode(sys.argv[1])"
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "plan.json")], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line for line in proc.stdout.splitlines() if line.startswith("posenc: ")]
+    assert said[0] == DECODING_MARK and len(said) == 2 and said[1].startswith(marks.FAILED_MARK + " ")
+    assert not log.exists() and not (tmp_path / (log.name + ".part")).exists()

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from posenc.cells import layout
-from posenc.trainer_decode import DECODE_FLAG, DECODING_MARK, decoded_split, write_plan
+from posenc.trainer_decode import DECODE_FLAG, DECODING_MARK, FAILED_MARK, decoded_split, write_plan
 
 
 class TrainerDecoding:
@@ -22,6 +22,7 @@ class TrainerDecoding:
         self.generate_argvs = generate_argvs if enabled else {}
         self.began = None      # time.monotonic() when training ended and decoding began
         self.seconds = {}      # split -> the trainer's decoding seconds (model load and search)
+        self.failure = ""      # the trainer's one line on a decoding that failed (a child decodes instead)
 
     def train_argv(self, argv: list) -> list:
         """``argv`` with the plan (none when nothing is to be decoded); clears earlier outputs."""
@@ -47,6 +48,8 @@ class TrainerDecoding:
     def on_line(self, line: str) -> None:
         if line.startswith(DECODING_MARK):
             self.began = time.monotonic()
+        if line.startswith(FAILED_MARK):
+            self.failure = line.strip()
         done = decoded_split(line)
         if done:
             self.seconds[done[0]] = round(done[1], 1)

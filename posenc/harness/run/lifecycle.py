@@ -209,6 +209,8 @@ def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: 
     if training["valid_ppl"] is None or not resume.intact(layout.best_checkpoint(job_dir)):
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
     training["train_wall_s"] = wall
+    if decoding.failure:
+        progress.say(f"{decoding.failure}; fairseq-generate decodes instead")
     if training.get("stopped_by") == TIME_CAP:  # training's fields from fairseq's log, not yet a record
         progress.say(f"WARNING: training stopped at the time cap (budget.max_time_min={cell.max_time_min:g}) "
                      f"after {training['num_updates']} updates, in epoch {training['epochs']} of "
