@@ -81,8 +81,8 @@ def test_a_transformer_cell_with_beam_5_decodes_both_splits_exactly_as_fairseq_g
 @pytest.mark.slow
 def test_a_stop_while_the_trainer_decodes_leaves_no_output_as_whole_and_the_rerun_scores_it(tmp_path):
     cell, cache = tmp_path / "cell", tmp_path / "cache"
-    args = ["budget=smoke", "data.generator.train=400", "data.generator.valid=40", "data.generator.test=3000",
-            "data.generator.test_long=30", f"hydra.run.dir={cell}"]  # 3,000 test sentences: seconds of decoding
+    args = ["budget=smoke", "data.generator.train=400", "data.generator.valid=40", "data.generator.test=5000",
+            "data.generator.test_long=30", f"hydra.run.dir={cell}"]  # 5,000 test sentences: seconds of decoding
     env = {"POSENC_CACHE": str(cache), "PATH": f"{BIN}:/usr/bin:/bin",
            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})}
     with open(tmp_path / "err", "w") as err:
@@ -106,9 +106,9 @@ def test_a_stop_while_the_trainer_decodes_leaves_no_output_as_whole_and_the_reru
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "training finished earlier" in rerun.stderr
     record = json.loads((cell / layout.RESULT_FILE).read_text())
-    assert record["status"] == "ok" and record["test_sentences"] == 3000
-    assert len((cell / layout.HYPOTHESES_FILE).read_text().splitlines()) == 3000
-    assert len(per_sentence_lines((cell / layout.generate_log("test")).read_text())) == 5 * 3000
+    assert record["status"] == "ok" and record["test_sentences"] == 5000
+    assert len((cell / layout.HYPOTHESES_FILE).read_text().splitlines()) == 5000
+    assert len(per_sentence_lines((cell / layout.generate_log("test")).read_text())) == 5 * 5000
 
 
 def test_a_run_never_reads_an_earlier_or_partial_log_as_its_own(tmp_path):
