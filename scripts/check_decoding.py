@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Decoding in the trainer against stock fairseq-generate, on cells that already ran: for every cell
 under the given directories (a sweep, or one cell), the fairseq-generate line of its ``commands.sh``
-is run by hand, in a process of its own, on the cell's own checkpoint, and every per-sentence line
+is run by hand (with the variables it exports), in a process of its own, on the cell's own
+checkpoint, and every per-sentence line
 (``S-``, ``T-``, ``H-``, ``D-``, ``P-``: source, reference, hypothesis with its score, detokenized
 text, positional scores) must be byte-identical to the cell's ``generate-<split>.log``, which the
 trainer wrote (its ``train.log`` says so). Prints one line per cell and split; exit status 1 on
@@ -32,12 +33,14 @@ def per_sentence_lines(text: str) -> list:
 
 
 def stock_generate(cell: Path, split: str) -> str:
-    """The cell's fairseq-generate line of commands.sh, run by hand; its output."""
-    line = next(x for x in (cell / layout.COMMANDS_FILE).read_text().splitlines()
-                if x.endswith(f"> {layout.generate_log(split)}"))
+    """The cell's fairseq-generate line of commands.sh, run by hand with the variables commands.sh
+    exports (the harness's: a thread count changes the scores' last digits); its output."""
+    lines = (cell / layout.COMMANDS_FILE).read_text().splitlines()
+    line = next(x for x in lines if x.endswith(f"> {layout.generate_log(split)}"))
     argv = shlex.split(line)
     argv = argv[:argv.index(">")]
-    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1")
+    exported = dict(shlex.split(x)[1].split("=", 1) for x in lines if x.startswith("export "))
+    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", **exported)
     proc = subprocess.run(argv, cwd=cell, env=env, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"fairseq-generate failed in {cell}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
