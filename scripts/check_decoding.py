@@ -40,7 +40,7 @@ def stock_generate(cell: Path, split: str) -> str:
     argv = shlex.split(line)
     argv = argv[:argv.index(">")]
     exported = dict(shlex.split(x)[1].split("=", 1) for x in lines if x.startswith("export "))
-    env = dict(os.environ, TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1", **exported)
+    env = {**os.environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", **exported}
     proc = subprocess.run(argv, cwd=cell, env=env, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"fairseq-generate failed in {cell}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
