@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# How cells share a GPU: the key of issue 47's first part (runtime.cells_per_gpu); one place to change it.
+# How cells share a GPU (runtime.cells_per_gpu, docs/clusters.md#several-cells-on-one-gpu); one place to change it.
 PACKED = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=12", "runtime.cells_per_gpu=auto"]
 ONE_AT_A_TIME = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=1", "runtime.cells_per_gpu=1"]
 _TRAIN_INNER = re.compile(r"\| train_inner \| (\{.*\})\s*$")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from project import posenc_run
+from posenc.report.references import CONVS2S
+from project import posenc_run, summary_line
 
 BIN = Path(sys.executable).parent
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
@@ -56,6 +57,25 @@ def test_smoke_sweep_writes_every_cell_and_the_tables(smoke_sweep):
     # The paper's own Δ beside the row it describes (Table 4: none - both = 21.2 - 21.7), not its absolute BLEU
     assert "| fconv_small | learned | synthetic | neither | -0.5 |" in table and "n/a: one paired seed" in table
     assert "cell 4/4" in proc.stderr and "epoch 1" in proc.stderr  # progress lines
+
+
+def test_the_main_jobs_answer_shows_the_papers_delta_beside_ours(smoke_sweep):
+    """make table4's sweep ends with the compact table, the paper's Δ beside ours for each compared
+    placement (Table 4: source -0.2, target -0.4, none -0.5 against both), then table.md's path."""
+    sweep, proc = smoke_sweep
+    lines = proc.stdout.rstrip("\n").splitlines()
+    answer = lines[lines.index(summary_line(proc.stdout)) + 1:-1]
+    assert lines[-1] == f"Every table and note: {sweep / 'table.md'}"
+    assert all(len(line) <= 100 for line in answer), answer
+    assert "paper Δ: Gehring et al. (2017) Table 4, tokenized BLEU on WMT'14 En-De newstest2014" in answer
+    header, _, *body = [line for line in answer if line.startswith("|")]
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    assert columns[2:4] == ["Δ [CI]", "paper Δ"], columns
+    paper = {row["placement"]: float(row["bleu"]) for row in csv.DictReader(CONVS2S.read_text().splitlines())}
+    cells = {c[0]: c for c in ([x.strip() for x in line.strip("|").split("|")] for line in body)}
+    assert cells["placement=both"][3] == "-" and cells["placement=both"][2] == "baseline"
+    for placement in ("source", "target", "none"):
+        assert float(cells[f"placement={placement}"][3]) == pytest.approx(paper[placement] - paper["both"])
 
 
 def test_every_cell_translated_every_test_sentence(smoke_sweep):

@@ -5,7 +5,8 @@ The floors, lowest first (docs/development.md, "Where each fact lives", and the 
 the same). A module may import its own floor and the ones below, never one above:
 
 1. base: ``errors.py`` (``ConfigError``), ``hashing.py``, ``study.py``, ``fairseq_logs.py`` (reading
-   fairseq's log lines, which both running a cell and tracking it stand on);
+   fairseq's log lines, which both running a cell and tracking it stand on), ``machine.py`` (the CPU,
+   the GPUs and their free memory);
 2. ``config/``: the config resolved once into a ``ResolvedCell``, every refusal (the logger's too);
 3. ``tracking/``: what a user watches (progress lines, W&B runs), given a ``ResolvedCell``;
 4. ``run/``: running a cell (the lifecycle, fairseq's children, signals, the lock, the SLURM job it
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")  # the conf
 REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "posenc" / "harness"
 FLOORS = [
-    ("base", ("__init__.py", "errors.py", "hashing.py", "study.py", "fairseq_logs.py", "presets.py")),
+    ("base", ("__init__.py", "errors.py", "hashing.py", "study.py", "fairseq_logs.py", "presets.py", "machine.py")),
     ("config", ("config/",)),
     ("tracking", ("tracking/",)),
     ("run", ("run/",)),

@@ -2,6 +2,7 @@
 prints after its summary line and before the path of the full ``table.md``, and ``posenc-table
 --compact``; a row that a sequential design has decided books no seeds in the power table."""
 
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -15,6 +16,7 @@ from posenc.cells.strategy import SeedsRow, SeedsSettings, SeedsState, StateCell
 from posenc.cells.sweep import read_sweep
 from posenc.harness.sweep.report import SweepReport
 from posenc.report.compact import WIDTH, compact_table, fit
+from posenc.report.references import PaperNumbers
 from posenc.report.render import render_reports
 from posenc.report.scores import MeanSd, RowScores, SplitScores
 from posenc.report.sequential import short_stop
@@ -52,15 +54,54 @@ def test_the_compact_table_is_one_line_per_row_within_100_columns(sweep):
     text = compact_table(sweep_end_report(read_sweep(sweep)))
     assert all(len(line) <= WIDTH for line in text.splitlines()), text
     header, rule, *body = table_lines(text)
-    assert [c.strip() for c in header.strip("|").split("|")] == ["row", "BLEU", "Δ [CI]", "verdict", "seeds"]
+    assert [c.strip() for c in header.strip("|").split("|")] == ["row", "BLEU", "Δ [CI]", "paper Δ", "verdict",
+                                                                 "seeds"]
     cells = {c[0]: c for c in ([x.strip() for x in line.strip("|").split("|")] for line in body)}
     assert list(cells) == ["placement=both", "placement=source", "placement=none"]
-    assert cells["placement=both"][2:4] == ["baseline", "baseline"]
-    assert cells["placement=none"][3] == "worse" and cells["placement=none"][4] == "3"
+    assert cells["placement=both"][2:5] == ["baseline", "-", "baseline"]
+    assert cells["placement=none"][4] == "worse" and cells["placement=none"][5] == "3"
     assert cells["placement=none"][2].startswith("-") and "*" in cells["placement=none"][2]
     assert " ± " in cells["placement=none"][1] and "[" in cells["placement=none"][2]
-    assert cells["placement=source"][3] == "no evidence"
-    assert text.splitlines()[0].endswith("Δ against placement=both [95% CI], * where the verdict is better/worse")
+    assert cells["placement=source"][4] == "no evidence"
+    # The paper's own Δ beside ours (Table 4: source 21.5 - 21.7, none 21.2 - 21.7), the caption naming it
+    paper = {key: float(row["bleu"]) for key, row in convs2s_rows().items()}
+    for placement in ("source", "none"):
+        assert float(cells[f"placement={placement}"][3]) == pytest.approx(paper[placement] - paper["both"])
+    lines = text.splitlines()
+    assert lines[0].endswith("Δ against placement=both [95% CI], * where the verdict is better/worse")
+    assert lines[1] == "paper Δ: Gehring et al. (2017) Table 4, tokenized BLEU on WMT'14 En-De newstest2014"
+
+
+def convs2s_rows() -> dict:
+    import csv
+
+    from posenc.report.references import CONVS2S
+
+    with open(CONVS2S, newline="") as handle:
+        return {row["placement"]: row for row in csv.DictReader(handle)}
+
+
+def test_a_sweep_without_a_papers_numbers_has_no_paper_column(sweep, tmp_path):
+    """Sinusoids in fconv: no paper measured that comparison, so no column and no caption line."""
+    import json
+    import shutil
+
+    copy = tmp_path / "sinusoidal"
+    shutil.copytree(sweep, copy)
+    for result in copy.glob("*/result.json"):
+        result.write_text(json.dumps({**json.loads(result.read_text()), "pe": "sinusoidal"}))
+    text = compact_table(sweep_end_report(read_sweep(copy)))
+    header = table_lines(text)[0]
+    assert [c.strip() for c in header.strip("|").split("|")] == ["row", "BLEU", "Δ [CI]", "verdict", "seeds"]
+    assert "paper" not in text and all(len(line) <= WIDTH for line in text.splitlines())
+
+
+
+def test_every_paper_a_row_can_cite_has_a_caption():
+    from posenc.report.references import CAPTIONS, SOURCES
+
+    assert set(CAPTIONS) == set(SOURCES)
+    assert all(len(f"paper Δ: {text}") <= WIDTH for text in CAPTIONS.values())
 
 
 def test_long_cells_are_cut_to_fit():
@@ -90,7 +131,7 @@ def kinds_report(keys: dict, placements=("both", "source", "target", "none")):
                               verdict="n/a: baseline" if baseline else "worse" if i > 1 else
                               "n/a: the seeds' spread is unknown (one seed in common with the baseline, two needed)")
             rows.append(SimpleNamespace(identity=identity, scores=scores, comparisons={"test": comparison},
-                                        verdicts={("bleu", "test"): verdict}))
+                                        verdicts={("bleu", "test"): verdict}, paper=PaperNumbers()))
     return SimpleNamespace(rows=rows, sweep=SimpleNamespace(strategy=None),
                            settings=SimpleNamespace(baseline=("placement", "both")))
 
@@ -150,7 +191,9 @@ def test_a_decided_row_books_no_seeds_and_says_where_it_stopped(sweep):
     assert "A row its sequential design has stopped books none" in table
     compact = compact_table(report)
     assert all(len(line) <= WIDTH for line in compact.splitlines()), compact
-    assert "| worse: efficacy at 3 seeds " in compact and "| going on after 3 seeds " in compact
+    # Where it stopped: in the stop, or (the paper's Δ taking the room) in the seeds column beside it
+    assert re.search(r"\| worse: efficacy( at 3 seeds)? +\| 3 +\|", compact), compact
+    assert re.search(r"\| going on( after 3 seeds)? +\| 3 +\|", compact), compact
     assert "repeated CI at the look it stopped at" in compact
 
 

@@ -55,7 +55,8 @@ def test_the_sweep_end_table_has_significance_buckets_long_split_and_figures(swe
     lines = proc.stdout.rstrip("\n").splitlines()
     assert lines[-1] == f"Every table and note: {sweep / 'table.md'}" and table not in proc.stdout
     answer = lines[lines.index(summary_line(proc.stdout)) + 1:-1]
-    assert all(len(line) <= 100 for line in answer) and answer[2].startswith("| row "), answer
+    assert all(len(line) <= 100 for line in answer) and answer[3].startswith("| row "), answer
+    assert answer[2].startswith("paper Δ: Gehring et al. (2017)"), answer  # fconv, learned: Table 4 applies
     # Each row by the keys that vary (by their last parts where the whole keys would not fit).
     labels = {re.match(r"\| (model\.args\.)?dropout=(0\.[12]) placement=(\w+) ", line) for line in answer} - {None}
     assert sorted(m.group(2, 3) for m in labels) == [("0.1", "both"), ("0.1", "none"), ("0.2", "both"),

@@ -393,3 +393,18 @@ def test_figures_draw_an_interval_that_misses_its_own_centre(sweep, tmp_path):
     written = write_figures([report], tmp_path)
     for name in (DELTA_FIGURE, BLEU_FIGURE):
         assert (tmp_path / name).stat().st_size > 1000 and tmp_path / name in map(Path, written)
+
+
+def test_the_table_says_what_trained_its_cells(data, tmp_path):
+    """The records' ``device``, counted over the finished cells, is the table's provenance line."""
+    root, splits, corpus = data
+    sweep = tmp_path / "gpu"
+    devices = {1: "cuda: NVIDIA H200 x1", 2: "cuda: NVIDIA H200 x1", 3: "cpu"}
+    for seed, device in devices.items():
+        write_cell(sweep, f"placement=both,seed={seed}", corpus, splits, hyps_for(splits, 0.1, seed),
+                   placement="both", seed=seed, device=device)
+    write_cell(sweep, "placement=both,seed=4", corpus, splits, hyps_for(splits, 0.1, 4), status="failed",
+               placement="both", seed=4, device="cuda: NVIDIA A100 x1", error="out of memory")
+    text = report_text([sweep])
+    assert "Trained on: cpu (1 cell); cuda: NVIDIA H200 x1 (2 cells) (each cell's result.json: device;" in text
+    assert "A100" not in text.split("Trained on:")[1].split("\n")[0]  # a failed cell trained nothing to report

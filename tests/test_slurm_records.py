@@ -3,6 +3,7 @@ reasons follow what SLURM says (no SLURM needed: its answers are given as ``scon
 
 import json
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -184,7 +185,9 @@ def test_a_sweep_over_gpus_is_refused_under_slurm(capsys):
 
 
 
-# fairseq's own lines for each case (a list of device names per rank; none: a CPU run), one process.
+# fairseq's own lines for each case (a list of device names per rank; none: a CPU run), one process,
+# in a run's real order: the trainer's CUDA environment (fairseq/trainer.py), then fairseq_cli/train.py's
+# "training on N devices", then the checkpoint loader's "Preparing to load checkpoint".
 DEVICE_LOG = """
 import json, sys, types
 from fairseq_cli import train  # fairseq's log format, as in fairseq-train
@@ -192,18 +195,24 @@ from fairseq import utils
 from fairseq.checkpoint_utils import logger as ckpt
 for i, names in enumerate(json.loads(sys.argv[1])):
     print(f"=== case {i}", flush=True)
-    ckpt.info("Preparing to load checkpoint x/checkpoint_last.pt")
     envs = [types.SimpleNamespace(name=name, major=9, minor=0, total_memory_in_GB=139.8) for name in names]
     if envs:
         utils.CudaEnvironment.pretty_print_cuda_env_list(envs)
+    train.logger.info("training on {} devices (GPUs/TPUs)".format(max(1, len(names))))
+    ckpt.info("Preparing to load checkpoint x/checkpoint_last.pt")
     sys.stdout.flush()
 """
 DEVICES = [([], "cpu"), (["NVIDIA H200"], "cuda: NVIDIA H200 x1"), (["NVIDIA H200"] * 2, "cuda: NVIDIA H200 x2"),
            (["NVIDIA A100-SXM4-80GB", "NVIDIA H200"], "cuda: NVIDIA A100-SXM4-80GB x1, NVIDIA H200 x1")]
 
+# The start of a train.log of a cell of make table4's model on an H200 in fp16, as fairseq-fixed
+# 0.12.3.1 writes it (issue 47; the rank line pads the name to 40 characters): the rank line comes
+# before the run's "training on" and "Preparing to load checkpoint".
+H200_LOG = (Path(__file__).parent / "fixtures" / "train_log_h200.log").read_text(encoding="utf-8")
+
 
 def test_the_record_names_the_device_that_trained():
-    """From the lines fairseq's own CudaEnvironment printer writes (a GPU run), or their absence."""
+    """From the lines fairseq's own printers write (a GPU run), in a run's order, or their absence."""
     import subprocess
     import sys
 
@@ -213,13 +222,25 @@ def test_the_record_names_the_device_that_trained():
     assert proc.returncode == 0, proc.stderr[-2000:]
     cases = proc.stdout.split("=== case ")[1:]
     assert len(cases) == len(DEVICES)
-    earlier_gpu_run = ["2026-12-01 08:00:00 | INFO | fairseq.utils | rank   0: capabilities =  9.0  ; "
-                       "total memory = 139.812 GB ; name = NVIDIA H200"]
+    h200 = H200_LOG.splitlines()
     for text, (_, device) in zip(cases, DEVICES):
         lines = text.splitlines()
-        assert any("Preparing to load checkpoint" in line for line in lines), text
+        assert [i for i, line in enumerate(lines) if "rank " in line or "training on" in line or
+                "Preparing to load" in line][-1] == max(i for i, line in enumerate(lines) if "Preparing" in line)
         assert training_device(lines) == device
-        assert training_device(earlier_gpu_run + lines) == device  # only the last run counts
+        assert training_device(h200 + lines) == device  # only the last run counts
+        assert training_device(lines + h200) == "cuda: NVIDIA H200 x1"
+
+
+def test_a_real_gpu_logs_line_order_names_its_gpu():
+    """The rank line precedes "training on" and "Preparing to load checkpoint" (issue 47: it was lost)."""
+    from posenc.harness.fairseq_logs import NEW_RUN, training_device, training_fields
+    lines = H200_LOG.splitlines()
+    order = [next(i for i, line in enumerate(lines) if text in line) for text in ("rank   0:", "training on", NEW_RUN)]
+    assert order == sorted(order)
+    assert training_device(lines) == "cuda: NVIDIA H200 x1"
+    assert training_fields(lines)["device"] == "cuda: NVIDIA H200 x1"
+    assert training_device(lines[:4]) == "cuda: NVIDIA H200 x1"  # cut before its "training on": what it showed
 
 
 def test_hydra_submitit_launcher_is_the_version_whose_internals_the_slurm_launcher_copies(monkeypatch):

@@ -2,6 +2,7 @@
 per sweep; checked in the files W&B itself writes in offline mode (no account, no network)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -9,8 +10,9 @@ import project
 from posenc.cells.record import Record
 from posenc.cells.sweep import read_sweep
 from posenc.harness.config.resolve import resolve_cell
-from posenc.harness.fairseq_logs import parse_record, wandb_metrics
+from posenc.harness.fairseq_logs import parse_record, training_fields, wandb_metrics
 from posenc.harness.tracking.wandb_run import (
+    cell_summary,
     group_name,
     init_kwargs,
     log_finished_cell,
@@ -241,3 +243,10 @@ def test_online_without_a_login_is_one_line_before_any_training(tmp_path, monkey
     message = str(err.value)
     assert message.startswith("logger=wandb: W&B could not start a run: ") and "\n" not in message
     assert message.endswith("(log in with `wandb login` or WANDB_API_KEY, or run with WANDB_MODE=offline)")
+
+
+def test_the_runs_summary_names_the_device_that_trained_the_cell():
+    """A GPU cell's run says which GPU (issue 47: every record said cpu)."""
+    log = (Path(__file__).parent / "fixtures" / "train_log_h200.log").read_text(encoding="utf-8").splitlines()
+    record = Record(status="ok", **{k: v for k, v in training_fields(log).items() if k == "device"})
+    assert cell_summary(record)["device"] == "cuda: NVIDIA H200 x1"

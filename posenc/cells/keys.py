@@ -22,6 +22,7 @@ NOT_OUTCOME = {
     "runtime": "how fairseq's children use the machine: thread counts, OpenMP waiting",
     "runtime.threads": "(as runtime)",
     "runtime.omp_wait_policy": "(as runtime)",
+    "runtime.cells_per_gpu": "(as runtime): how many cells share a GPU side by side",
     "redo": "run a finished cell again: the same configuration",
     "budget.step_timeout_min": "the hard safety limit of one step: a step it stops fails, no score changes",
 }

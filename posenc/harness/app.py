@@ -16,7 +16,7 @@ from posenc.confdir import CONF_DIR
 from posenc.corpora import CorpusError
 from posenc.harness.config.resolve import Resolved, resolve_cell
 from posenc.harness.errors import ConfigError
-from posenc.harness.launch.parallel import cell_resources
+from posenc.harness.launch.sharing import run_sharing
 from posenc.harness.presets import experiment_as_override
 from posenc.harness.run import records, signals, slurm_job
 from posenc.harness.run.lifecycle import Ran, run_cell
@@ -117,10 +117,12 @@ def run(resolved: Resolved, job: Job, progress: CellProgress):
             progress.say(f"skipped by design: {resolved.skipped}")
             return SKIPPED
         cell = resolved.cell
-        # Cells side by side (joblib, submitit_local) share the cores; joblib cells get GPUs of their own.
-        with cell_resources(cell, job.launcher, job.planned, job.home, say=progress.say) as child_env:
-            pruning = trial_pruning(job.home, job.job_dir) if job.multirun and cell.trial is not None else None
-            return run_cell(cell, job.job_dir, progress, child_env, pruning, job.identity)
+        # Cells side by side (joblib, submitit_local) share the cores; joblib cells share GPUs
+        # (runtime.cells_per_gpu), and one that runs out of GPU memory there runs again alone.
+        pruning = trial_pruning(job.home, job.job_dir) if job.multirun and cell.trial is not None else None
+        return run_sharing(cell, job.launcher, job.planned, job.home, say=progress.say,
+                           run=lambda env, shared: run_cell(cell, job.job_dir, progress, env, pruning, job.identity,
+                                                            shared))
 
 
 def cell_job(resolved: Resolved, job: Job, progress: CellProgress) -> int:

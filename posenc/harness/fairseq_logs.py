@@ -106,19 +106,24 @@ def stopped_by(log_lines) -> str:
     return "max_update" if "max_update" in reasons else TIME_CAP if TIME_CAP in reasons else "max_epoch"
 
 
-# fairseq's trainer prints each rank's CUDA device when it trains on CUDA (CudaEnvironment), nothing on the CPU.
+# fairseq's trainer prints each rank's CUDA device when it trains on CUDA (CudaEnvironment), nothing on
+# the CPU; then fairseq_cli.train says "training on N devices (GPUs/TPUs)" and only after that
+# "Preparing to load checkpoint" (NEW_RUN). So a run's rank lines come before the line that starts
+# it for the other readers here: its device is settled at the "training on" line.
 _CUDA_RANK = re.compile(r"\| fairseq\.utils \| rank +(\d+): capabilities = .*; name = (.*?)\s*$")
+_TRAINING_ON = re.compile(r"\| fairseq_cli\.train \| training on \d+ devices \(GPUs/TPUs\)")
 
 
 def training_device(log_lines) -> str:
     """What the last run in the log trained on: ``cpu``, or ``cuda: NVIDIA H200 x2`` (name, ranks)."""
-    names = {}
+    seen, device = {}, None
     for line in log_lines:
-        if NEW_RUN in line:
-            names = {}
         found = _CUDA_RANK.search(line)
         if found:
-            names[int(found.group(1))] = found.group(2)
+            seen[int(found.group(1))] = found.group(2)
+        elif _TRAINING_ON.search(line):  # this run's device lines are all in: the run trains on them
+            device, seen = seen, {}
+    names = seen if device is None else device  # a log cut before its "training on" line: what it showed
     if not names:
         return "cpu"
     return "cuda: " + ", ".join(f"{name} x{list(names.values()).count(name)}" for name in dict.fromkeys(names.values()))

@@ -1,19 +1,23 @@
 """The answer first: one compact table per sweep, at most ``WIDTH`` columns wide and one line per
 row: the row, BLEU mean ± sd over seeds, Δ against the baseline with its interval, the verdict (for
-a row of the sequential seeds strategy: where and why it stopped) and the seeds. A sweep's end
+a row of the sequential seeds strategy: where and why it stopped) and the seeds; where a paper
+measured the same comparison (``references``), its Δ beside ours, the caption naming the paper and its
+test set. A sweep's end
 prints it last, before the path of ``table.md``, which keeps every table and note; ``posenc-table
 --compact`` prints it for any sweep. Long cells (a row label of many keys, a long verdict) are cut
 with "…" (a label in its middle) so that a line never wraps in a terminal of ``WIDTH`` columns."""
 
 import re
 
-from posenc.report.render import delta_cell, delta_ci_cell, score_text, seeds_ok_cell, verdict_cell
+from posenc.report.references import CAPTIONS
+from posenc.report.render import delta_cell, delta_ci_cell, number, score_text, seeds_ok_cell, verdict_cell
 from posenc.report.sequential import adaptive_states, short_stop
 
 WIDTH = 100
 AT_SEEDS = re.compile(r" (at|after) \d+ seeds$")   # where a sequential row stopped, when the seeds column must say it
 HEADERS = ["row", "BLEU", "Δ [CI]", "verdict", "seeds"]
-LABEL, VERDICT = 0, 3    # the columns cut to fit, the verdict first: the row label tells rows apart
+PAPER = "paper Δ"        # after "Δ [CI]", in a sweep where a paper measured some row's comparison
+LABEL, VERDICT = 0, -2   # the columns cut to fit, the verdict first: the row label tells rows apart
 KEEP = 16                # each keeps this much while the other can give way
 MIN_WIDTH = 10           # neither is cut below this while a number column can be
 LAST_WIDTH = 5           # nor any column below this, should the numbers alone not fit
@@ -45,14 +49,14 @@ def row_labels(report, style: str = "keys") -> list:
     return [" ".join(f"{name(k)}={row.identity.get(k)}" for k in keys) for row in report.rows]
 
 
-def label_style(report, body) -> str:
+def label_style(report, headers, body) -> str:
     """The first style of row label that fits whole: ``keys``, ``short`` (where the keys' last parts
     still tell them apart), else ``values``."""
     keys = row_keys(report)
     styles = ["keys"] + (["short"] if len({short_key(k) for k in keys}) == len(keys) else []) + ["values"]
     for style in styles:
         trial = [[label, *cells[1:]] for label, cells in zip(row_labels(report, style), body)]
-        if fit(HEADERS, trial)[LABEL] >= max(len(cells[0]) for cells in trial):
+        if fit(headers, trial)[LABEL] >= max(len(cells[0]) for cells in trial):
             return style
     return "values"
 
@@ -72,6 +76,15 @@ def delta_text(row, baseline: bool) -> str:
     return delta if ci == "-" else f"{delta} {ci}"
 
 
+def paper_sources(report) -> list:
+    """The papers whose own Δ stands beside some row of ``report``, in the order of its rows."""
+    return list(dict.fromkeys(row.paper.source for row in report.rows if row.paper.delta is not None))
+
+
+def headers_of(report) -> list:
+    return HEADERS[:3] + [PAPER] + HEADERS[3:] if paper_sources(report) else HEADERS
+
+
 def seeds_text(scores) -> str:
     not_ok = len(scores.not_ok)
     return seeds_ok_cell(scores) + (f", {not_ok} not ok" if not_ok else "")
@@ -82,15 +95,18 @@ def compact_rows(report) -> tuple:
     (``label_style``): a label too long to fit names its keys shorter, or only once above the table,
     rather than being cut where it tells the rows apart."""
     states = adaptive_states(report.rows, report.sweep)
+    headers, paper = headers_of(report), bool(paper_sources(report))
     body = []
     for label, row in zip(row_labels(report), report.rows):
         baseline = row.comparisons["test"].p_note == "baseline"
-        body.append([label, score_text(row.scores.split("test").bleu), delta_text(row, baseline),
-                     "baseline" if baseline else verdict_text(row, states.get(id(row))), seeds_text(row.scores)])
-    style = label_style(report, body) if body else "keys"
+        cells = [label, score_text(row.scores.split("test").bleu), delta_text(row, baseline)]
+        cells += [number(row.paper.delta, digits=1, signed=True)] if paper else []
+        body.append(cells + ["baseline" if baseline else verdict_text(row, states.get(id(row))),
+                             seeds_text(row.scores)])
+    style = label_style(report, headers, body) if body else "keys"
     for cells, label in zip(body, row_labels(report, style)):
         cells[0] = label
-    if body and fit(HEADERS, body)[VERDICT] < max(len(cells[VERDICT]) for cells in body):
+    if body and fit(headers, body)[VERDICT] < max(len(cells[VERDICT]) for cells in body):
         # A stop too long to fit whole: why it stopped; where is the seeds column, unless the row
         # stopped at fewer seeds than it ran (a retest at an earlier look): that stop keeps its n.
         for cells, row in zip(body, report.rows):
@@ -121,7 +137,8 @@ def fit(headers, body, width: int = WIDTH) -> list:
     ``width`` columns."""
     widths = [max(len(str(c)) for c in column) for column in zip(headers, *body)]
     frame = 3 * (len(widths) - 1) + 4  # "| " + " | " between cells + " |"
-    for columns, least in (((VERDICT,), KEEP), ((LABEL,), KEEP), ((LABEL, VERDICT), MIN_WIDTH),
+    verdict = len(widths) + VERDICT
+    for columns, least in (((verdict,), KEEP), ((LABEL,), KEEP), ((LABEL, verdict), MIN_WIDTH),
                            (range(len(widths)), LAST_WIDTH)):
         while sum(widths) + frame > width:
             shrinkable = [i for i in columns if widths[i] > least]
@@ -147,6 +164,7 @@ def caption(report, style: str = "keys") -> list:
         lines.append("row: " + " ".join(row_keys(report)))
     if adaptive_states(report.rows, report.sweep):
         lines.append("A sequential row: Δ and its repeated CI at the look it stopped at, why, and the seeds it ran")
+    lines += [f"paper Δ: {CAPTIONS[source]}" for source in paper_sources(report)]
     return [cut(line, WIDTH) for line in lines]
 
 
@@ -155,7 +173,8 @@ def compact_table(report) -> str:
     if not report.rows:
         return "No cell of this sweep has a readable result yet.\n"
     body, style = compact_rows(report)
-    lines = caption(report, style) + aligned(HEADERS, body, fit(HEADERS, body))
+    headers = headers_of(report)
+    lines = caption(report, style) + aligned(headers, body, fit(headers, body))
     return "\n".join(lines) + "\n"
 
 

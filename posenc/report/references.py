@@ -16,6 +16,11 @@ SOURCES = {
     "V17": "Vaswani et al. (2017), Table 3 row (E) vs base: En-De newstest2013, dev PPL (per wordpiece) "
            "and BLEU, learned vs sinusoidal positions",
 }
+# Each paper and its test set, short enough for the compact table's caption.
+CAPTIONS = {
+    "G17": "Gehring et al. (2017) Table 4, tokenized BLEU on WMT'14 En-De newstest2014",
+    "V17": "Vaswani et al. (2017) Table 3 (E), BLEU on En-De newstest2013",
+}
 WHERE = ("paper columns are filled only where a paper measured the same comparison: G17 beside fconv "
          "rows with learned positions; V17 beside Transformer rows with positions on both sides, where "
          "the sweep compares learned with sinusoidal positions; empty (-) elsewhere")

@@ -184,7 +184,20 @@ def scores_notes(report) -> list:
               f"Δ, CI and verdict over seeds {', '.join(map(str, cmp.delta_seeds))} only; "
               f"seed {', '.join(map(str, cmp.delta_seeds_left_out))} left out ({cmp.p_note or cmp.delta_seeds_why})"
               for row in report.rows for split, cmp in row.comparisons.items() if cmp.delta_seeds_left_out]
-    return notes
+    return notes + devices_note(report)
+
+
+def devices_note(report) -> list:
+    """What trained the finished cells (their records' ``device``: ``cpu``, ``cuda: NVIDIA H200 x1``):
+    one line, so a table says which machine its numbers come from."""
+    count = {}
+    for cell in report.sweep.cells:
+        if is_ok(cell.record) and cell.record.device:
+            count[cell.record.device] = count.get(cell.record.device, 0) + 1
+    if not count:
+        return []
+    return ["Trained on: " + "; ".join(f"{device} ({n} cell{'s' * (n != 1)})" for device, n in sorted(count.items()))
+            + " (each cell's result.json: device; its provenance.json: the CPU and GPUs of its machine)."]
 
 
 def power_table(report):

@@ -43,6 +43,26 @@ def thread_count(threads):
     return n
 
 
+AUTO = "auto"
+
+
+def cells_per_gpu(value):
+    """``runtime.cells_per_gpu``: ``auto`` (as many cells on each GPU as its free memory and the cores
+    allow, ``posenc.harness.launch.sharing``) or a whole number >= 1 of cells that share each GPU.
+    A count, where Ray writes a fraction (``{"gpu": 0.25}``): 3 cells on a GPU are exactly 3, and
+    ``gpus=N`` keeps its one meaning, the data-parallel GPUs of one cell (which change its batch, name
+    and hash; where a cell runs changes none of them)."""
+    if isinstance(value, str) and value.strip().lower() == AUTO:
+        return AUTO
+    n = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, str) and value.strip().isdigit():
+        n = int(value.strip())
+    if n is None or n < 1:
+        raise ConfigError(f"runtime.cells_per_gpu={value!r} is not allowed; allowed: auto (as many as fit) or "
+                          "a whole number >= 1 of cells that share each GPU")
+    return n
+
+
 def added_environment(runtime) -> dict:
     """The variables the harness sets for fairseq's children (and ``commands.sh`` exports), apart
     from what cells side by side get from ``posenc.harness.launch.parallel`` (a thread share, their GPUs)."""

@@ -17,8 +17,10 @@ def check_gpu_settings(cfg) -> None:
     if cfg.precision not in PRECISIONS:
         raise ConfigError(f"precision={cfg.precision!r} is not allowed; allowed: {', '.join(PRECISIONS)}")
     if not isinstance(cfg.gpus, int) or isinstance(cfg.gpus, bool) or cfg.gpus < 0:
+        share = (f"; to share a GPU between cells, runtime.cells_per_gpu={round(1 / cfg.gpus)}"
+                 if isinstance(cfg.gpus, float) and 0 < cfg.gpus < 1 else "")  # Ray's gpus=0.25
         raise ConfigError(f"gpus={cfg.gpus!r} is not allowed; allowed: 0 (CPU only) "
-                          "or a number of GPUs per cell (1, 2, ...)")
+                          f"or a number of GPUs per cell (1, 2, ...){share}")
     if cfg.gpus == 0 and cfg.precision == "fp16":
         raise ConfigError("precision=fp16 with gpus=0 is not possible: fairseq's --fp16 needs a CUDA GPU; "
                           "allowed on the CPU: fp32, bf16")

@@ -1,5 +1,6 @@
 """Cells that run at the same time on one machine: each gets its share of the cores and, under joblib
-on a machine with GPUs, GPUs of its own. (``submitit_local`` shows every cell the same first
+on a machine with GPUs, its slot on a GPU that a few cells share (``posenc.harness.launch.sharing``
+decides how many). (``submitit_local`` shows every cell the same first
 ``hydra.launcher.gpus_per_node`` GPUs, none by default, as the README says: a cell there that finds
 no GPU trains on the CPU, and its record's ``device`` says so.)
 
@@ -11,13 +12,12 @@ the cores and GPU as it would by default.
 
 import contextlib
 import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from posenc.harness import machine
 from posenc.harness.errors import ConfigError
 
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
@@ -71,56 +71,119 @@ def visible_gpus(environ=None) -> list:
     environ = os.environ if environ is None else environ
     if "CUDA_VISIBLE_DEVICES" in environ:
         return [d.strip() for d in environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip() and d.strip() != "-1"]
-    smi = shutil.which("nvidia-smi")
-    if not smi:
+    return [str(i) for i in range(len(machine.smi_lines()))]
+
+
+class _Slots:
+    """The lock files of one sweep's GPUs: ``gpu-<id>-<k>.lock`` for each of the ``per_gpu`` cells a GPU
+    takes at once, and ``gpu-<id>-alone.lock``, held by a cell that waits to have the GPU to itself
+    (cells that share then keep off that GPU, so the one waiting is not starved)."""
+
+    def __init__(self, lock_dir: Path, per_gpu: int):
+        self.lock_dir, self.per_gpu = lock_dir, per_gpu
+
+    def lock(self, gpu, name) -> FileLock:
+        return FileLock(str(self.lock_dir / f"gpu-{gpu}-{name}.lock"))
+
+    def one_slot(self, gpu):
+        """A free slot of ``gpu`` (its lock, held), or None: all taken, or a cell waits to run alone there."""
+        alone = self.lock(gpu, "alone")
+        if not _try(alone):
+            return None
+        alone.release()
+        for k in range(self.per_gpu):
+            slot = self.lock(gpu, k)
+            if _try(slot):
+                return slot
+        return None
+
+    def shared(self, gpus: list, needed: int) -> list:
+        """A slot on each of ``needed`` GPUs, all at once or none: ``[(gpu, {"slot": lock})]`` or []."""
+        held = []
+        for gpu in gpus:
+            slot = self.one_slot(gpu)
+            if slot:
+                held.append((gpu, {"slot": slot}))
+                if len(held) == needed:
+                    return held
+        release(held)  # never sit on some while waiting for more: two cells could deadlock
         return []
+
+    def alone(self, gpus: list, needed: int, held: list) -> list:
+        """``needed`` GPUs to this cell alone: first their alone locks, all at once or none (so two cells
+        that wait never hold half each), then each GPU's slots as the cells on it finish. ``held``
+        (``[(gpu, {name: lock})]``) carries what it holds from one try to the next."""
+        if not held:
+            for gpu in gpus:
+                alone = self.lock(gpu, "alone")
+                if _try(alone):
+                    held.append((gpu, {"alone": alone}))
+                    if len(held) == needed:
+                        break
+            if len(held) < needed:
+                release(held)
+                held.clear()
+                return []
+        for gpu, locks in held:
+            for k in range(self.per_gpu):
+                if k not in locks:
+                    slot = self.lock(gpu, k)
+                    if _try(slot):
+                        locks[k] = slot
+        return held if all(len(locks) == self.per_gpu + 1 for _, locks in held) else []
+
+
+def _try(lock: FileLock) -> bool:
     try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [str(i) for i, line in enumerate(ln for ln in out.splitlines() if ln.startswith("GPU "))]
+        lock.acquire(timeout=0)
+    except Timeout:
+        return False
+    return True
+
+
+def release(held: list) -> None:
+    for _, locks in held:
+        for lock in locks.values():
+            lock.release()
 
 
 @contextlib.contextmanager
-def gpu_slots(lock_dir: Path, gpus: list, needed: int, poll_s: float = 2.0, say=None):
-    """Hold ``needed`` of ``gpus`` for as long as the block runs; yield their ids. One lock file per
-    GPU under ``lock_dir``: cells running side by side never share a GPU, whichever cell finishes
-    first (a job number modulo the GPU count would not promise that). Waits while all are taken."""
+def gpu_slots(lock_dir: Path, gpus: list, needed: int, poll_s: float = 2.0, say=None, per_gpu: int = 1,
+              alone: bool = False):
+    """Hold a slot on each of ``needed`` of ``gpus`` for as long as the block runs; yield their ids.
+    Each GPU takes ``per_gpu`` cells at once (``runtime.cells_per_gpu``); ``alone``: every slot of
+    each GPU it takes (a cell run again after it ran out of memory beside others). Lock files under
+    ``lock_dir`` (``_Slots``): cells side by side never take more than their share, whichever finishes
+    first (a job number modulo the GPU count would not promise that). Waits while none is free."""
     if needed > len(gpus):
         raise ConfigError(f"gpus={needed} per cell, but this machine shows {len(gpus)} GPU(s) "
                           f"({', '.join(gpus) or 'none'}); allowed: at most {len(gpus)}")
     lock_dir.mkdir(parents=True, exist_ok=True)
-    waited = False
-    while True:
-        held = []
-        for gpu in gpus:
-            lock = FileLock(str(lock_dir / f"gpu-{gpu}.lock"))
-            try:
-                lock.acquire(timeout=0)
-            except Timeout:
-                continue
-            held.append((gpu, lock))
-            if len(held) == needed:
-                break
-        if len(held) == needed:
-            break
-        for _, lock in held:  # never sit on some while waiting for more: two cells could deadlock
-            lock.release()
-        if say and not waited:
-            say(f"waiting for {needed} free GPU(s) of {len(gpus)}")
-            waited = True
-        time.sleep(poll_s)
+    slots, held, waited = _Slots(lock_dir, per_gpu), [], False
     try:
+        while True:
+            got = slots.alone(gpus, needed, held) if alone else slots.shared(gpus, needed)
+            if got:
+                held = got
+                break
+            if say and not waited:
+                share = "alone" if alone else "free"
+                say(f"waiting for {needed} {share} GPU(s) of {len(gpus)}"
+                    + (f" ({per_gpu} cells each)" if per_gpu > 1 else ""))
+                waited = True
+            time.sleep(poll_s)
         yield [gpu for gpu, _ in held]
     finally:
-        for _, lock in held:
-            lock.release()
+        release(held)
 
 
 @contextlib.contextmanager
-def cell_resources(cell, launcher, cells_in_sweep: int, sweep_dir: Path, say=None):
+def cell_resources(cell, launcher, cells_in_sweep: int, sweep_dir: Path, say=None, per_gpu: int = 1,
+                   alone: bool = False):
     """The environment this cell's (a ResolvedCell's) fairseq children get on top of the user's: a
-    thread share when cells run side by side, and their own GPUs when they do so on a machine with GPUs."""
+    thread share when cells run side by side, and their GPUs when they do so on a machine with GPUs:
+    a slot on each of ``cell.gpus`` GPUs that ``per_gpu`` cells share (``launch.sharing``), or, with
+    ``alone``, those GPUs to itself."""
     concurrent = concurrent_cells(launcher, cells_in_sweep)
     # A thread count the user chose in the config (runtime.threads) is already in the cell's environment.
     env = {} if "OMP_NUM_THREADS" in cell.environment else threads_env(concurrent)
@@ -128,5 +191,5 @@ def cell_resources(cell, launcher, cells_in_sweep: int, sweep_dir: Path, say=Non
     if not gpus:
         yield env
         return
-    with gpu_slots(Path(sweep_dir) / ".gpu-slots", gpus, cell.gpus, say=say) as mine:
+    with gpu_slots(Path(sweep_dir) / ".gpu-slots", gpus, cell.gpus, say=say, per_gpu=per_gpu, alone=alone) as mine:
         yield dict(env, CUDA_VISIBLE_DEVICES=",".join(mine))

@@ -7,6 +7,11 @@ import signal
 from posenc.harness.fairseq_logs import parse_record, record_updates, resumed_from
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): ?(.*)$")
+# A GPU that ran out of memory, as torch and fairseq say it (the kernel's OOM killer is the host's, not the GPU's).
+_GPU_OOM = re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED")
+# fairseq's trainer catches an OOM in the forward or backward pass, says this, and drops the batch.
+SKIPPED_BATCH = "attempting to recover from OOM in forward/backward pass"
+SKIP_REASON = "out of GPU memory beside other cells: fairseq skipped a batch (CUDA out of memory)"
 _LOSS_KEYS = ("loss", "train_loss", "valid_loss", "nll_loss", "train_nll_loss", "valid_nll_loss")
 
 
@@ -27,6 +32,17 @@ def non_finite_loss(line: str):
                 return (f"{key.replace('train_', '').replace('valid_', 'valid ')} is {value} "
                         f"at update {record_updates(kind, rec)}")
     return None
+
+
+def gpu_out_of_memory(error: str) -> bool:
+    """Whether a failed step's one-line error says the GPU ran out of memory."""
+    return bool(_GPU_OOM.search(error or ""))
+
+
+def skipped_batch(line: str):
+    """A reason to stop a cell that shares its GPU when fairseq dropped a batch that did not fit
+    (the run would then differ from the same cell alone), else None."""
+    return SKIP_REASON if SKIPPED_BATCH in line else None
 
 
 def last_update(log_lines) -> int:

@@ -22,7 +22,7 @@ from posenc.harness.config.precision import check_hardware
 from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
 from posenc.harness.run import resume
 from posenc.harness.run.decoding import TrainerDecoding
-from posenc.harness.run.failures import non_finite_loss
+from posenc.harness.run.failures import SKIP_REASON, non_finite_loss, skipped_batch
 from posenc.harness.run.lock import cell_lock
 from posenc.harness.run.provenance import provenance
 from posenc.harness.run.signals import StopRequested
@@ -65,7 +65,8 @@ def finished_result(job_dir: Path, cell):
     return record
 
 
-def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, pruning=None, ident=None) -> Ran:
+def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, pruning=None, ident=None,
+             shared: bool = False) -> Ran:
     """Run (or find finished) one resolved cell (``posenc.harness.config.resolve``). Anything that
     goes wrong in training or decoding is recorded as a failed cell, with a one-line error; a
     signal to the harness is recorded as an interrupted cell; a corpus or machine refusal raises.
@@ -73,6 +74,8 @@ def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, prun
     GPUs; ``posenc.harness.launch.parallel``). ``pruning``: a tuning trial's
     (``posenc.harness.run.pruning``), which may stop its training early: the record says pruned.
     ``ident``: how its W&B run names it (``tracking.wandb_run.CellIdentity``, from the job).
+    ``shared``: the cell shares its GPU with others (``launch.sharing``): a batch fairseq drops for
+    want of memory stops and fails it, to be run again alone from the start.
     Returns the record with what stopped it, if a signal did (``Ran``)."""
     # Everything the harness adds to fairseq's environment; commands.sh exports the same.
     env = {**cell.environment, **(env or {})}
@@ -87,7 +90,7 @@ def run_cell(cell, job_dir: Path, progress: CellProgress, env: dict = None, prun
                 progress.say(f"finished earlier: {outcome(earlier)}; kept")
                 log_finished_cell(cell, job_dir, earlier, ident)  # logger=wandb: its run, once, from what it kept
                 return Ran(earlier)
-        return _run(cell, job_dir, env, progress, pruning, ident)
+        return _run(cell, job_dir, env, progress, pruning, ident, shared)
 
 
 def outcome(record: Record) -> str:
@@ -98,7 +101,7 @@ def outcome(record: Record) -> str:
     return f"trial {record.trial} {record.status}, validation loss {loss}"
 
 
-def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None, ident=None) -> Ran:
+def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None, ident=None, shared=False) -> Ran:
     check_hardware(cell, child_environment(env))
     started = time.monotonic()
     prepared = prepare_corpus(cell.data, cell.cache_dir, log=progress.say)
@@ -129,7 +132,7 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None, i
     try:
         training = plan.training if plan.action == "score" else \
             train(cell, job_dir, train_argv, env, cell.limits.train_s, plan.action == "resume",
-                  progress, each_line(progress.on_train_line, wandb_run.on_train_line), pruning, decoding)
+                  progress, each_line(progress.on_train_line, wandb_run.on_train_line), pruning, shared, decoding)
         record.update(training)
         for split, argv in generate_argvs.items():
             phase = f"fairseq-generate ({split})"
@@ -188,7 +191,7 @@ def say_outcome(progress: CellProgress, record: Record) -> None:
 
 
 def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line,
-          pruning=None, decoding: TrainerDecoding = None) -> dict:
+          pruning=None, shared=False, decoding: TrainerDecoding = None) -> dict:
     """fairseq-train, fresh or resumed from ``checkpoint_last.pt`` (fairseq's own restore; the log
     is appended to), then ``decoding``'s splits in the same process. Returns the training's fields
     of the record (its wall time without the decoding)."""
@@ -199,12 +202,17 @@ def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: 
     decoding = decoding or TrainerDecoding(job_dir, {}, enabled=False)
     argv = decoding.train_argv(argv)
     started = time.monotonic()
+    checks = [non_finite_loss] + ([skipped_batch] if shared else []) + ([pruning.check] if pruning else [])
     try:
-        stop_if = non_finite_loss if pruning is None else first_reason(non_finite_loss, pruning.check)
-        run_step("fairseq-train", argv, log, decoding.step_limit(limit_s, cell.limits.other_s),
-                 each_line(decoding.on_line, on_line), env=env, append=resuming, stop_if=stop_if)
-    finally:
-        wall = resume.add_training_time(job_dir, decoding.training_seconds(started))
+        try:
+            run_step("fairseq-train", argv, log, decoding.step_limit(limit_s, cell.limits.other_s),
+                     each_line(decoding.on_line, on_line), env=env, append=resuming, stop_if=first_reason(*checks))
+        finally:
+            wall = resume.add_training_time(job_dir, decoding.training_seconds(started))
+    except StepFailed as err:
+        if shared and SKIP_REASON in str(err):  # its checkpoints lack that batch: none of them is this cell's
+            resume.start_over(job_dir)
+        raise
     training = training_fields(log.read_text(encoding="utf-8", errors="replace").splitlines())
     if training["valid_ppl"] is None or not resume.intact(layout.best_checkpoint(job_dir)):
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")

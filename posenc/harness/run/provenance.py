@@ -7,6 +7,7 @@ import sys
 from importlib import metadata
 
 from posenc.confdir import CLONE
+from posenc.harness import machine
 
 PACKAGES = ("posenc", "fairseq-fixed", "torch", "hydra-core", "omegaconf", "sacrebleu", "sacremoses",
             "subword-nmt", "sentencepiece", "numpy")
@@ -49,5 +50,7 @@ def package_versions() -> dict:
 
 
 def provenance() -> dict:
+    """The versions a cell ran with, and the machine (its CPU and GPUs): beside the record, never in
+    the config hash (``posenc.cells.keys``), so the same cell on another machine is the same cell."""
     return {"git_commit": git_commit(), "python": sys.version.split()[0], "platform": platform.platform(),
-            "packages": package_versions()}
+            "machine": machine.describe(), "packages": package_versions()}
