@@ -12,7 +12,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 STAMP  := $(VENV)/.posenc-installed
 
-.PHONY: setup test test-fast lint table4 bench gpu-check clean-venv slurm-up slurm-down slurm-status
+.PHONY: setup test test-fast lint table4 bench gpu-check wheelhouse offline-gpu-check clean-venv slurm-up slurm-down slurm-status
 
 setup: $(STAMP)
 
@@ -56,6 +56,18 @@ bench: setup
 # status 2 on a machine without one.
 gpu-check: setup
 	$(PY) scripts/gpu_check.py
+
+# For an offline GPU node (docs/clusters.md): every wheel the project needs for Python PYVER, torch
+# aside (the node brings its own; TORCH_VERSION, the node's, picks torchaudio), into WHEELHOUSE.
+# On the node, with the Python that has its torch: make offline-gpu-check WHEELHOUSE=... PYTHON=python3
+PYVER ?= 3.12
+TORCH_VERSION ?= 2.11.0
+WHEELHOUSE ?= wheelhouse-py$(PYVER)
+wheelhouse: setup
+	$(PY) scripts/wheelhouse.py --python-version $(PYVER) --torch $(TORCH_VERSION) --out $(WHEELHOUSE)
+
+offline-gpu-check:
+	$(PYTHON) scripts/offline_gpu_check.py $(WHEELHOUSE) --out gpu-figures.json
 
 # A single-node SLURM on this machine (Debian/Ubuntu, as root) for the slurm preset and the tests
 # marked slurm: installs slurm-wlm and munge (and MariaDB + slurmdbd for accounting) when absent.

@@ -25,6 +25,7 @@ Exact resume: ``posenc.exact_resume`` makes a resumed run train on as the uninte
 import signal  # isort: skip
 import sys  # isort: skip
 
+from posenc.trainer_decode import split_argv  # isort: skip
 from posenc.trainer_stop import IGNORED, SAVE_AND_STOP, STOPPED_EXIT, STOPPED_MARK  # isort: skip
 
 _STOP = {"asked": False, "saved_at": None}
@@ -107,9 +108,13 @@ def train_main(cfg, **kwargs) -> None:
 
 def main(argv=None) -> None:
     train.validate_and_save = validate_and_save
-    distributed_utils.call_main(parse(sys.argv[1:] if argv is None else argv), train_main)
+    argv, decode_plan = split_argv(sys.argv[1:] if argv is None else argv)  # posenc.trainer_decode
+    distributed_utils.call_main(parse(argv), train_main)
     if _STOP["asked"]:
         sys.exit(STOPPED_EXIT)
+    if decode_plan:  # the start is paid once: the test split(s) decoded here (posenc.fairseq_decode)
+        from posenc.fairseq_decode import decode
+        decode(decode_plan)
 
 
 if __name__ == "__main__":

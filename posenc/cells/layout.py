@@ -16,6 +16,7 @@ CHECKPOINTS = "checkpoints"        # fairseq's --save-dir
 LAST = "checkpoint_last.pt"        # what a resumed training starts from
 BEST = "checkpoint_best.pt"        # what is scored and analysed
 HYPOTHESES_FILE = "hypotheses.txt"  # the test split's detokenized output, one line per sentence
+DECODE_PLAN = "decode-plan.json"   # what the trainer decodes once training ends (posenc.harness.run.decoding)
 
 
 def generate_log(split: str) -> str:

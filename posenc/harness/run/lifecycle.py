@@ -22,6 +22,7 @@ from posenc.harness.config.precision import check_hardware
 from posenc.harness.config.resolve import REDO_INEXACT
 from posenc.harness.fairseq_logs import NEW_RUN, hypotheses_by_id, last_saved_update, resumed_from, training_fields
 from posenc.harness.run import resume
+from posenc.harness.run.decoding import TrainerDecoding
 from posenc.harness.run.failures import SKIP_REASON, non_finite_loss, skipped_batch
 from posenc.harness.run.lock import cell_lock
 from posenc.harness.run.provenance import provenance
@@ -128,17 +129,18 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None, i
     generate_argvs = {split: generate_command(prepared.bin_dir, save_dir / layout.BEST, prepared.subsets[split],
                                               prepared.remove_bpe, cell) for split in splits}
     write_text_atomic(job_dir / layout.COMMANDS_FILE, commands_script(job_dir, env, train_argv, generate_argvs))
+    # One GPU or the CPU: the trainer decodes the test split(s) itself once training ends (its start paid once).
+    decoding = TrainerDecoding(job_dir, generate_argvs, enabled=cell.gpus <= 1)
     phase, cause = "fairseq-train", ""
     try:
         training = plan.training if plan.action == "score" else \
             train(cell, job_dir, train_argv, env, cell.limits.train_s, plan.action == "resume",
-                  progress, each_line(progress.on_train_line, wandb_run.on_train_line), pruning, shared)
+                  progress, each_line(progress.on_train_line, wandb_run.on_train_line), pruning, shared, decoding)
         record.update(training)
         for split, argv in generate_argvs.items():
             phase = f"fairseq-generate ({split})"
-            generate_started = time.monotonic()
-            scores = generate_and_score(split, argv, prepared, job_dir, cell.limits.other_s, env)
-            record.scores(split, {**scores, "generate_wall_s": round(time.monotonic() - generate_started, 1)})
+            scores = generate_and_score(split, argv, prepared, job_dir, cell.limits.other_s, env, decoding)
+            record.scores(split, scores)
         record.succeed()
         scored = f"BLEU {record.bleu:.2f} (tokenized {record.tok_bleu:.2f})" if cell.trial is None else \
             f"{outcome(record)} (not scored on test)"
@@ -146,7 +148,7 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None, i
     except (StepFailed, IncompleteOutput) as err:
         stopped_or_failed(record, err, pruning, job_dir)
     except StopRequested as stop:
-        cause = interrupted(record, stop, phase, job_dir)
+        cause = interrupted(record, stop, "fairseq-generate (in the trainer)" if decoding.began else phase, job_dir)
     except Exception as err:  # recorded, never lost: the traceback goes to error.log
         record.fail(f"{type(err).__name__}: {err}".splitlines()[0])
         write_text_atomic(job_dir / layout.ERROR_LOG, traceback.format_exc())
@@ -192,21 +194,24 @@ def say_outcome(progress: CellProgress, record: Record) -> None:
 
 
 def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line,
-          pruning=None, shared=False) -> dict:
+          pruning=None, shared=False, decoding: TrainerDecoding = None) -> dict:
     """fairseq-train, fresh or resumed from ``checkpoint_last.pt`` (fairseq's own restore; the log
-    is appended to). Returns the training's fields of the record."""
+    is appended to), then ``decoding``'s splits in the same process. Returns the training's fields
+    of the record (its wall time without the decoding)."""
     log = job_dir / layout.TRAIN_LOG
     resume.begin_training(job_dir, cell)
     spec = cell.spec
     progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
+    decoding = decoding or TrainerDecoding(job_dir, {}, enabled=False)
+    argv = decoding.train_argv(argv)
     started = time.monotonic()
     checks = [non_finite_loss] + ([skipped_batch] if shared else []) + ([pruning.check] if pruning else [])
     try:
         try:
-            run_step("fairseq-train", argv, log, limit_s, on_line, env=env, append=resuming,
-                     stop_if=first_reason(*checks))
+            run_step("fairseq-train", argv, log, decoding.step_limit(limit_s, cell.limits.other_s),
+                     each_line(decoding.on_line, on_line), env=env, append=resuming, stop_if=first_reason(*checks))
         finally:
-            wall = resume.add_training_time(job_dir, time.monotonic() - started)
+            wall = resume.add_training_time(job_dir, decoding.training_seconds(started))
     except StepFailed as err:
         if shared and SKIP_REASON in str(err):  # its checkpoints lack that batch: none of them is this cell's
             resume.start_over(job_dir)
@@ -215,6 +220,8 @@ def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: 
     if training["valid_ppl"] is None or not resume.intact(layout.best_checkpoint(job_dir)):
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
     training["train_wall_s"] = wall
+    if decoding.failure:
+        progress.say(f"{decoding.failure}; fairseq-generate decodes instead")
     if training.get("stopped_by") == TIME_CAP:  # training's fields from fairseq's log, not yet a record
         progress.say(f"WARNING: training stopped at the time cap (budget.max_time_min={cell.max_time_min:g}) "
                      f"after {training['num_updates']} updates, in epoch {training['epochs']} of "
@@ -267,9 +274,14 @@ def each_line(*callbacks):
     return on_line
 
 
-def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, env: dict) -> dict:
+def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, env: dict,
+                       decoding: TrainerDecoding = None) -> dict:
+    """Score ``split``'s output: the log the trainer wrote whole (``decoding``), else a fairseq-generate child's."""
     log = job_dir / layout.generate_log(split)
-    run_step("fairseq-generate", argv, log, timeout_s, env=env)
+    if decoding is not None and decoding.decoded(split):
+        seconds = decoding.seconds[split]
+    else:
+        seconds = run_step("fairseq-generate", argv, log, timeout_s, env=env)
     by_id = hypotheses_by_id(log.read_text(encoding="utf-8", errors="replace").splitlines())
     expected = prepared.test_sizes[split]
     if sorted(by_id) != list(range(expected)):
@@ -284,7 +296,7 @@ def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, e
                       "".join(line + "\n" for line in tokenized))
     scores = score_output(job_dir, name, detokenized, references, prepared.cache_key, split, prepared.lowercased,
                           tokenized, prepared.tokenize(references))
-    return {**scores, "test_sentences": expected, "hypotheses": name}
+    return {**scores, "test_sentences": expected, "hypotheses": name, "generate_wall_s": round(seconds, 1)}
 
 
 def tidy_checkpoints(save_dir: Path, keep: str) -> None:
