@@ -573,8 +573,7 @@ def stagewise_part(paths, seed):
     row's level α and α/3, seed differences N(c, 1) with one shared draw c ~ N(0, shared) per sweep,
     each look's p the verdict's (1,000 sentences). P(stage-wise p <= q) / q, and beside it what the
     pilot's look reported until issue 49 (its own p)."""
-    from posenc.stats.sequential import Design, stagewise_p
-    from posenc.stats.verdict import p_values
+    from posenc.stats.sequential import Design, null_stops, stagewise_p
 
     design, rows = Design(), []
     for m in (1, 3):
@@ -583,14 +582,7 @@ def stagewise_part(paths, seed):
         for j, shared in enumerate(STAGEWISE_SHARED):
             rng = np.random.default_rng(seed + 10 * m + j)
             d = rng.standard_normal((paths, 1)) * math.sqrt(shared) + rng.standard_normal((paths, design.max_seeds))
-            stop, p_stop = np.zeros(paths, dtype=int), np.zeros(paths)
-            crossed, going = np.zeros(paths, dtype=bool), np.ones(paths, dtype=bool)
-            for n in range(design.pilot_seeds, design.max_seeds + 1):
-                x = d[:, :n]
-                p = p_values(x.mean(1), x.std(1, ddof=1), shared, shared, n, 1000)[0]
-                hit = going & ((p <= bounds[n]) | (n == design.max_seeds))
-                stop[hit], p_stop[hit], crossed[hit] = n, p[hit], p[hit] <= bounds[n]
-                going &= ~hit
+            stop, p_stop, crossed = null_stops(design, bounds, shared, d)
             ps = np.array([stagewise_p(design, n, p, level) for n, p in zip(stop, p_stop)])
             qs = [level if q == "α_row" else q for q in STAGEWISE_Q]
             pilot = (stop == design.pilot_seeds) & (p_stop <= STAGEWISE_Q[0])

@@ -401,22 +401,14 @@ def test_the_stagewise_p_holds_its_level_with_a_shared_part_the_pilot_included()
     is about 4.6 times 0.0005 at 3 seeds): the stage-wise p, taken on the verdict's paths of every
     shared part the thresholds were simulated for, is at most uniform, pilot included, and <= α
     exactly when the row rejected."""
-    from posenc.stats.sequential import stagewise_p
-    from posenc.stats.verdict import p_values
+    from posenc.stats.sequential import null_stops, stagewise_p
 
     design, shared, paths = Design(max_seeds=6), 0.02, 20_000
     alpha = design.alpha
     table = design.thresholds(alpha)
     rng = np.random.default_rng(11)
     d = rng.standard_normal((paths, 1)) * math.sqrt(shared) + rng.standard_normal((paths, design.max_seeds))
-    stop, p_stop = np.zeros(paths, dtype=int), np.zeros(paths)
-    crossed, going = np.zeros(paths, dtype=bool), np.ones(paths, dtype=bool)
-    for n in range(design.pilot_seeds, design.max_seeds + 1):
-        x = d[:, :n]
-        p = p_values(x.mean(1), x.std(1, ddof=1), shared, shared, n, 1000)[0]
-        hit = going & ((p <= table[n]) | (n == design.max_seeds))
-        stop[hit], p_stop[hit], crossed[hit] = n, p[hit], p[hit] <= table[n]
-        going &= ~hit
+    stop, p_stop, crossed = null_stops(design, table, shared, d)
     ps = np.array([stagewise_p(design, n, p, alpha) for n, p in zip(stop, p_stop)])
     assert np.all(ps[crossed] <= alpha) and np.all(ps[~crossed] >= alpha)
     at_pilot = (stop == design.pilot_seeds) & (p_stop <= 0.0005)

@@ -386,6 +386,25 @@ def stagewise_p(design: "Design", n: int, p: float, alpha: float = None) -> floa
 PATHS_OF = {False: PATHS, True: VERDICT_PATHS}   # the seeds' paths, a shared part's
 
 
+def null_stops(design: "Design", bounds: dict, shared: float, d: np.ndarray) -> tuple:
+    """Where each of the simulated paths ``d`` (paths x max_seeds: each seed's difference, a test
+    set's shared part of variance ``shared`` included) stops under ``bounds`` ({n: a(n)}) with the
+    verdict's p, for calibrating what is reported at a stop: ``(stopping look, its p, crossed)`` per
+    path, a path that never crosses stopping at the last look. Futility is non-binding: ignored."""
+    from posenc.stats.verdict import p_values
+
+    paths = len(d)
+    stop, p_stop = np.zeros(paths, dtype=int), np.zeros(paths)
+    crossed, going = np.zeros(paths, dtype=bool), np.ones(paths, dtype=bool)
+    for n in range(design.pilot_seeds, design.max_seeds + 1):
+        x = d[:, :n]
+        p = p_values(x.mean(1), x.std(1, ddof=1), shared, shared, n, 1000)[0]
+        hit = going & ((p <= bounds[n]) | (n == design.max_seeds))
+        stop[hit], p_stop[hit], crossed[hit] = n, p[hit], p[hit] <= bounds[n]
+        going &= ~hit
+    return stop, p_stop, crossed
+
+
 def median_unbiased(design: "Design", look: "Look", alpha: float = None, paths: int = 20_000) -> float:
     """The median-unbiased Δ under the stage-wise ordering (Jennison & Turnbull 2000, §8.5) of a row
     that stopped at ``look``: the θ at which an outcome at least as far in Δ's direction (a crossing
