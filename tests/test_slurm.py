@@ -7,6 +7,7 @@ fails if these were skipped)."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -321,3 +322,42 @@ def test_a_killed_submitter_rerun_trains_no_cell_twice(root):
     got = records(sweep)
     assert len(got) == 2 and {r["status"] for r in got.values()} == {"ok"}
 
+
+
+def test_two_cells_per_array_task_run_side_by_side_as_its_slurm_tasks(root):
+    """hydra.launcher.cells_per_task=2: the 4 smoke cells are 2 array tasks of 2 SLURM tasks each."""
+    sweep = root / "per-task"
+    status, output = run(root, sweep, "experiment=table4", "seed=1", "budget=smoke", "hydra.launcher.cells_per_task=2")
+    assert status == 0, output[-4000:] + job_logs(sweep)
+    got = records(sweep)
+    assert len(got) == 4 and {r["status"] for r in got.values()} == {"ok"}, got
+    tasks = sorted(log.name for log in sweep.glob(".submitit/*/*_log.out"))
+    arrays = {name.rsplit("_", 3)[0] for name in tasks}
+    assert len(arrays) == 1 and len(tasks) == 4, tasks  # one array job ...
+    (array,) = arrays
+    assert tasks == [f"{array}_{i}_{t}_log.out" for i in (0, 1) for t in (0, 1)]  # ... of 2 tasks, 2 cells each
+    placements = {re.search(r"placement=(\w+)", log.read_text()).group(1)
+                  for log in sweep.glob(".submitit/*/*_log.err")}
+    assert placements == {"both", "none", "source", "target"}  # each task ran its own cell
+    assert "4 cells: 4 ok" in output
+
+
+def test_scancel_of_an_array_task_records_each_of_its_cells_interrupted(root):
+    sweep = root / "cancel-per-task"
+    proc = start(root, sweep, "budget=smoke", "budget.max_epoch=5", "budget.max_update=0", "placement=both,none",
+                 "seed=1", "hydra.launcher.cells_per_task=2")
+    name = f"posenc-test-{sweep.name}"
+
+    def both_under_way():  # both cells of the one array task past their first epoch
+        trained = [log for log in sweep.glob("*/train.log") if "| valid |" in log.read_text()]
+        return len(trained) == 2
+    wait_for(both_under_way, what="both cells of the array task training")
+    (array,) = {jid.split("_")[0] for jid in jobs_named(name)}
+    subprocess.run(["scancel", array], check=True, timeout=60)
+    status = proc.wait(timeout=120)
+    output = (root / f"{sweep.name}.log").read_text()
+    got = records(sweep)
+    assert status != 0 and len(got) == 2 and {r["status"] for r in got.values()} == {"interrupted"}, got
+    assert all(r["error"].startswith(f"{CANCELLED} during fairseq-train; its checkpoint at update ")
+               for r in got.values()), got
+    assert "2 cells: 0 ok, 2 interrupted" in output
