@@ -361,3 +361,20 @@ def test_scancel_of_an_array_task_records_each_of_its_cells_interrupted(root):
     assert all(r["error"].startswith(f"{CANCELLED} during fairseq-train; its checkpoint at update ")
                for r in got.values()), got
     assert "2 cells: 0 ok, 2 interrupted" in output
+
+
+def test_two_cells_of_an_array_task_past_its_time_limit_are_requeued_together(root, corpus, without_requeue_delay):
+    """cells_per_task=2 and the time limit: each cell saves on the warning, the last to save requeues
+    the array task once for both, and both resume and finish with their training time trained."""
+    sweep = root / "time-limit-per-task"
+    status, output = run(root, sweep, "budget=smoke", "budget.max_epoch=100000", "budget.max_update=0",
+                         f"budget.max_time_min={TRAIN_MIN}", "placement=both,none", "seed=1",
+                         "hydra.launcher.cells_per_task=2", "hydra.launcher.timeout_min=2",
+                         "hydra.launcher.signal_delay_s=30", timeout=1500)
+    assert status == 0, output[-2000:] + job_logs(sweep)
+    got = records(sweep)
+    assert len(got) == 2 and {r["status"] for r in got.values()} == {"ok"}, got
+    assert all(r["resumed_from_update"] > 0 and r["train_wall_s"] >= TRAIN_MIN * 60 for r in got.values()), got
+    assert all("posenc: training stopped on request" in log.read_text() for log in sweep.glob("*/train.log"))
+    (first,) = sweep.glob(".submitit/*/requeue-*-0")  # the first job: both cells warned mid-training
+    assert (first / "requeuing").exists() and len(list(first.glob("saved.*"))) == 2  # requeued once both saved
