@@ -251,3 +251,23 @@ def test_hydras_submitit_slurm_with_overrides(tmp_path):
     assert (options["partition"], options["gpus-per-node"], options["time"], options["cpus-per-task"]) == \
         ("dev", "1", "30", "4")
     assert options["array"] == "0-5%6"  # 2 placements x 3 seeds; the plugin's default parallelism is 256
+
+
+def test_cells_per_task_puts_that_many_cells_in_one_array_task_as_its_slurm_tasks(tmp_path):
+    options, _ = sbatch_script(tmp_path, "hydra/launcher=slurm", "hydra.launcher.partition=gpu", "gpus=1",
+                               "hydra.launcher.cells_per_task=4", "hydra.launcher.array_parallelism=2")
+    assert options["array"] == "0-2%2"  # the 12 Table 4 cells in 3 array tasks of 4
+    assert options["ntasks-per-node"] == "4"  # a process per cell, each with its own cores
+    assert (options["gpus-per-node"], options["cpus-per-task"], options["mem"]) == ("1", "8", "32GB")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "two"])
+def test_a_bad_cells_per_task_is_refused_in_one_line(tmp_path, value):
+    proc = subprocess.run([str(BIN / "posenc-run"), "-m", "experiment=table4", "hydra/launcher=slurm",
+                           f"hydra.launcher.cells_per_task={value}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"posenc-run: error: hydra.launcher.cells_per_task={value} is not allowed; allowed: a whole number >= 1 "
+        "of cells that share one array task and its GPU(s) (1, the default: a task per cell)")
+    assert "Traceback" not in proc.stderr

@@ -7,6 +7,7 @@ fails if these were skipped)."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -321,3 +322,79 @@ def test_a_killed_submitter_rerun_trains_no_cell_twice(root):
     got = records(sweep)
     assert len(got) == 2 and {r["status"] for r in got.values()} == {"ok"}
 
+
+
+def test_two_cells_per_array_task_run_side_by_side_as_its_slurm_tasks(root):
+    """hydra.launcher.cells_per_task=2: the 4 smoke cells are 2 array tasks of 2 SLURM tasks each."""
+    sweep = root / "per-task"
+    status, output = run(root, sweep, "experiment=table4", "seed=1", "budget=smoke", "hydra.launcher.cells_per_task=2")
+    assert status == 0, output[-4000:] + job_logs(sweep)
+    got = records(sweep)
+    assert len(got) == 4 and {r["status"] for r in got.values()} == {"ok"}, got
+    tasks = sorted(log.name for log in sweep.glob(".submitit/*/*_log.out"))
+    arrays = {name.rsplit("_", 3)[0] for name in tasks}
+    assert len(arrays) == 1 and len(tasks) == 4, tasks  # one array job ...
+    (array,) = arrays
+    assert tasks == [f"{array}_{i}_{t}_log.out" for i in (0, 1) for t in (0, 1)]  # ... of 2 tasks, 2 cells each
+    placements = {re.search(r"placement=(\w+)", log.read_text()).group(1)
+                  for log in sweep.glob(".submitit/*/*_log.err")}
+    assert placements == {"both", "none", "source", "target"}  # each task ran its own cell
+    assert "4 cells: 4 ok" in output
+
+
+def test_scancel_of_an_array_task_records_each_of_its_cells_interrupted(root):
+    sweep = root / "cancel-per-task"
+    proc = start(root, sweep, "budget=smoke", "budget.max_epoch=5", "budget.max_update=0", "placement=both,none",
+                 "seed=1", "hydra.launcher.cells_per_task=2")
+    name = f"posenc-test-{sweep.name}"
+
+    def both_under_way():  # both cells of the one array task past their first epoch
+        trained = [log for log in sweep.glob("*/train.log") if "| valid |" in log.read_text()]
+        return len(trained) == 2
+    wait_for(both_under_way, what="both cells of the array task training")
+    (array,) = {jid.split("_")[0] for jid in jobs_named(name)}
+    subprocess.run(["scancel", array], check=True, timeout=60)
+    status = proc.wait(timeout=120)
+    output = (root / f"{sweep.name}.log").read_text()
+    got = records(sweep)
+    assert status != 0 and len(got) == 2 and {r["status"] for r in got.values()} == {"interrupted"}, got
+    assert all(r["error"].startswith(f"{CANCELLED} during fairseq-train; its checkpoint at update ")
+               for r in got.values()), got
+    assert "2 cells: 0 ok, 2 interrupted" in output
+
+
+def test_two_cells_of_an_array_task_past_its_time_limit_are_requeued_together(root, corpus, without_requeue_delay):
+    """cells_per_task=2 and the time limit: each cell saves on the warning, the last to save requeues
+    the array task once for both, and both resume and finish with their training time trained."""
+    sweep = root / "time-limit-per-task"
+    status, output = run(root, sweep, "budget=smoke", "budget.max_epoch=100000", "budget.max_update=0",
+                         f"budget.max_time_min={TRAIN_MIN}", "placement=both,none", "seed=1",
+                         "hydra.launcher.cells_per_task=2", "hydra.launcher.timeout_min=2",
+                         "hydra.launcher.signal_delay_s=30", timeout=1500)
+    assert status == 0, output[-2000:] + job_logs(sweep)
+    got = records(sweep)
+    assert len(got) == 2 and {r["status"] for r in got.values()} == {"ok"}, got
+    assert all(r["resumed_from_update"] > 0 and r["train_wall_s"] >= TRAIN_MIN * 60 for r in got.values()), got
+    assert all("posenc: training stopped on request" in log.read_text() for log in sweep.glob("*/train.log"))
+    (first,) = sweep.glob(".submitit/*/requeue-*-0")  # the first job: both cells warned mid-training
+    assert (first / "requeuing").exists() and len(list(first.glob("saved.*"))) == 2  # requeued once both saved
+
+
+def test_scontrol_requeue_of_an_array_task_resumes_each_of_its_cells(root, corpus, without_requeue_delay):
+    sweep = root / "requeue-per-task"
+    proc = start(root, sweep, "budget=smoke", "budget.max_epoch=40", "budget.max_update=0", "placement=both,none",
+                 "seed=1", "hydra.launcher.cells_per_task=2")
+    training = lambda: [log for log in sweep.glob("*/train.log") if '"epoch": 1' in log.read_text()]  # noqa: E731
+    wait_for(lambda: len(training()) == 2, what="both cells of the array task training")
+    (jid,) = jobs_named(f"posenc-test-{sweep.name}")
+    subprocess.run(["scontrol", "requeue", jid], check=True, timeout=60)
+
+    def both_interrupted():
+        found = [r for r in records(sweep).values() if r["status"] == "interrupted"]
+        return found if len(found) == 2 else None
+    interrupted = wait_for(both_interrupted, timeout=120, what="both interrupted records")
+    assert all(r["error"].startswith(f"{PREEMPTED} during fairseq-train; its checkpoint at update ")
+               for r in interrupted), interrupted
+    assert proc.wait(timeout=900) == 0, (root / f"{sweep.name}.log").read_text()[-4000:]
+    got = records(sweep)
+    assert len(got) == 2 and all(r["status"] == "ok" and r["resumed_from_update"] > 0 for r in got.values()), got

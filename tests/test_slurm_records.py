@@ -137,7 +137,7 @@ def test_squeue_without_an_answer_judges_no_job(tmp_path, monkeypatch):
     monkeypatch.setattr(slurm_launcher, "POLL_S", 0)
     cell = tmp_path / "cell"
     cell.mkdir()
-    PosencSlurmLauncher._wait(object(), {"17": cell}, {})
+    PosencSlurmLauncher._wait(object(), {"17": [(0, cell)]}, {})
     assert next(answers, "all read") == "all read" and next(accounting, "all read") == "all read"
     assert Record.read(cell).error == "SLURM job 17 failed before the cell finished"
 

@@ -36,6 +36,8 @@ from omegaconf import OmegaConf
 
 from posenc.cells.plan import override_dirname
 from posenc.cells.record import Record, is_interrupted
+from posenc.harness.errors import ConfigError
+from posenc.harness.launch.slurm_groups import KEY, CellGroup, cells_per_task, groups
 from posenc.harness.run.lock import running_job
 from posenc.harness.run.records import ended_without_result
 from posenc.harness.run.signals import STOP
@@ -106,7 +108,12 @@ def check_gpus(job_overrides, gpus_per_node) -> None:
 
 class PosencSlurmLauncher(HydraSlurmLauncher):
     """``hydra/launcher=slurm``: Hydra's SLURM launcher (the same sbatch options, the same job code)
-    with its own waiting (see the module)."""
+    with its own waiting (see the module), and several cells in one array task (``cells_per_task``,
+    ``posenc.harness.launch.slurm_groups``)."""
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self.cells_per_task = self.params.pop(KEY, 1)  # ours, not an sbatch option of submitit's
 
     def _executor(self):
         # The executor exactly as Hydra's launcher builds it (launch() of TESTED_SUBMITIT_LAUNCHER).
@@ -122,49 +129,63 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
         return executor
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        try:
+            per_task = cells_per_task(self.cells_per_task)
+        except ConfigError as err:
+            print(f"posenc-run: error: {err}", file=sys.stderr)
+            sys.exit(2)
         check_gpus(job_overrides, self.params.get("gpus_per_node"))
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         naming = self.config.hydra.job.config.override_dirname
-        cells, submit, watched = [], [], {}
+        submit, watched = [], {}
         parser = OverridesParser.create()
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
             cell_dir = sweep_dir / override_dirname(parser.parse_overrides(list(overrides)), naming)
-            cells.append(cell_dir)
             elsewhere = running_job(cell_dir)
             if elsewhere and (queue_states([elsewhere]) or {}).get(elsewhere, "") in ALIVE:
                 log.info(f"\t#{idx} : running in SLURM job {elsewhere} of an earlier posenc-run: waiting for it")
-                watched[elsewhere] = cell_dir
+                watched.setdefault(elsewhere, []).append((0, cell_dir))
                 continue
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
             submit.append((idx, overrides, cell_dir))
-        if submit:
-            params = [(list(o), "hydra.sweep.dir", i, f"job_id_for_{i}", Singleton.get_state()) for i, o, _ in submit]
-            jobs = self._executor().map_array(self, *zip(*params))
-            log.info(f"SLURM jobs {', '.join(j.job_id for j in jobs)} in {sweep_dir}")
-            watched.update({j.job_id: cell_dir for j, (_, _, cell_dir) in zip(jobs, submit)})
-            self._overrides = {j.job_id: list(o) for j, (_, o, _) in zip(jobs, submit)}
-            results = {j.job_id: j for j in jobs}
-        else:
-            results = {}
+        self._overrides = {cell_dir: list(o) for _, o, cell_dir in submit}
+        results = self._submit(submit, per_task, sweep_dir, watched) if submit else {}
         self._wait(watched, results)
         return [JobReturn(overrides=list(o), status=JobStatus.COMPLETED, _return_value=None) for o in job_overrides]
 
+    def _submit(self, submit: list, per_task: int, sweep_dir: Path, watched: dict) -> dict:
+        """One array job: a task per cell, or per group of ``per_task`` cells (one SLURM task, a process,
+        per cell of it). Adds ``{job id: [(rank, cell dir)]}`` to ``watched``; returns ``{job id: job}``."""
+        params = [(list(o), "hydra.sweep.dir", i, f"job_id_for_{i}", Singleton.get_state()) for i, o, _ in submit]
+        executor = self._executor()
+        if per_task == 1:  # as before cells_per_task: the launcher itself is each task's function
+            jobs = executor.map_array(self, *zip(*params))
+            cells = [[cell_dir] for _, _, cell_dir in submit]
+        else:
+            executor.update_parameters(tasks_per_node=per_task)
+            jobs = executor.map_array(CellGroup(self), groups(params, per_task))
+            cells = groups([cell_dir for _, _, cell_dir in submit], per_task)
+            log.info(f"{per_task} cells a SLURM array task (hydra.launcher.{KEY}), each its own SLURM task")
+        log.info(f"SLURM jobs {', '.join(j.job_id for j in jobs)} in {sweep_dir}")
+        for job, group in zip(jobs, cells):
+            watched[job.job_id] = list(enumerate(group))
+        return {j.job_id: j for j in jobs}
+
     def _wait(self, watched: dict, jobs: dict) -> None:
-        """Until every watched job ended (or a signal to this process says to stop waiting)."""
+        """Until every watched job ended (or a signal to this process says to stop waiting). ``watched``:
+        ``{job id: [(rank, cell dir)]}``, the cells of each job still to report (rank: its SLURM task)."""
         gone_since = {}
         while watched and not STOP.requested:
             states = queue_states(list(watched))
             if states is None:  # no answer this round: ask again, without judging any job by it
                 time.sleep(POLL_S)
                 continue
-            for job_id, cell_dir in list(watched.items()):
+            for job_id, cells in list(watched.items()):
                 job = jobs.get(job_id)
-                if job is not None and job.paths.result_pickle.exists():
-                    try:
-                        job.results()
-                    except Exception as err:  # the job's own code raised: the cell may not have said why
-                        ended_without_result(cell_dir, job_id, f"failed ({str(err).strip().splitlines()[-1][:300]})")
+                if job is not None:
+                    cells[:] = [(rank, cell_dir) for rank, cell_dir in cells if not taken(job.task(rank), cell_dir)]
+                if not cells:
                     del watched[job_id]
                     continue
                 state = states.get(job_id, "")
@@ -173,17 +194,34 @@ class PosencSlurmLauncher(HydraSlurmLauncher):
                     continue
                 first = gone_since.setdefault(job_id, time.monotonic())
                 if job is not None and time.monotonic() - first < RESULT_GRACE_S[0 if state else 1]:
-                    continue  # just ended: its result may still be on its way
-                earlier = Record.read(cell_dir)
-                if job is None and earlier is not None and not is_interrupted(earlier):
-                    del watched[job_id]  # an earlier submitter's job, finished: its cell reported
+                    continue  # just ended: its results may still be on their way
+                if job is None and all(finished_by_itself(cell_dir) for _, cell_dir in cells):
+                    del watched[job_id]  # an earlier submitter's job, finished: its cells reported
                     continue
                 state = state or accounted_state(job_id)
                 if state.split(" ")[0] in ALIVE:  # accounting still sees it alive (squeue lost it a moment)
                     continue
-                ended_without_result(cell_dir, job_id, state, getattr(self, "_overrides", {}).get(job_id, ()))
+                for _, cell_dir in cells:
+                    ended_without_result(cell_dir, job_id, state, getattr(self, "_overrides", {}).get(cell_dir, ()))
                 del watched[job_id]
             if watched:
                 time.sleep(POLL_S)
         if watched:
             log.warning(f"stopped waiting; SLURM jobs {', '.join(watched)} go on (rerun the command to collect them)")
+
+
+def taken(task, cell_dir: Path) -> bool:
+    """Whether the cell's SLURM task (a submitit job, or one task of it) wrote its result: taken, and
+    where its own code raised, the cell recorded as failed with why (it may not have said)."""
+    if not task.paths.result_pickle.exists():
+        return False
+    try:
+        task.results()
+    except Exception as err:
+        ended_without_result(cell_dir, task.job_id, f"failed ({str(err).strip().splitlines()[-1][:300]})")
+    return True
+
+
+def finished_by_itself(cell_dir: Path) -> bool:
+    earlier = Record.read(cell_dir)
+    return earlier is not None and not is_interrupted(earlier)

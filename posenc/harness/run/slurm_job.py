@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 
+from posenc.harness.run import slurm_group
 from posenc.harness.run.signals import STOP
 
 TIME_LIMIT = "SLURM time limit: requeued"
@@ -97,6 +98,8 @@ def hand_over(interrupted: bool, cause: str) -> str:
         signal.signal(signum, signal.SIG_IGN)
     if cause == PREEMPTED:
         sys.exit(STOP.exit_status())  # SLURM starts the job again; no result, so the submitter keeps waiting
+    if slurm_group.tasks() > 1:  # several cells in this array task: the last of them to save requeues it
+        return slurm_group.requeue_together(lambda: STOP.submitit_usr2(signal.SIGUSR2, None))
     from submitit.core.utils import UncompletedJobError
     try:
         STOP.submitit_usr2(signal.SIGUSR2, None)  # checkpoint the launcher's call, scontrol requeue, exit
