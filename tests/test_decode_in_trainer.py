@@ -56,7 +56,7 @@ def assert_trainer_decoded_like_stock(cell: Path, splits=("test",)) -> int:
 @pytest.mark.timeout(LONG)
 def test_the_12_cells_of_table4_decode_in_the_trainer_exactly_as_fairseq_generate(tmp_path):
     sweep = tmp_path / "table4"
-    proc = posenc_run("-m", "experiment=table4", "budget=smoke", "budget.max_update=30", "budget.max_epoch=2",
+    proc = posenc_run("-m", "experiment=table4", "budget=smoke", "budget.max_update=10", "budget.max_epoch=1",
                       *SMALL_DATA, f"hydra.sweep.dir={sweep}", cwd=tmp_path, cache=tmp_path / "cache", timeout=LONG)
     assert proc.returncode == 0, proc.stderr[-3000:]
     cells = sorted(p.parent for p in sweep.glob("*/result.json"))

@@ -378,23 +378,3 @@ def test_two_cells_of_an_array_task_past_its_time_limit_are_requeued_together(ro
     assert all("posenc: training stopped on request" in log.read_text() for log in sweep.glob("*/train.log"))
     (first,) = sweep.glob(".submitit/*/requeue-*-0")  # the first job: both cells warned mid-training
     assert (first / "requeuing").exists() and len(list(first.glob("saved.*"))) == 2  # requeued once both saved
-
-
-def test_scontrol_requeue_of_an_array_task_resumes_each_of_its_cells(root, corpus, without_requeue_delay):
-    sweep = root / "requeue-per-task"
-    proc = start(root, sweep, "budget=smoke", "budget.max_epoch=40", "budget.max_update=0", "placement=both,none",
-                 "seed=1", "hydra.launcher.cells_per_task=2")
-    training = lambda: [log for log in sweep.glob("*/train.log") if '"epoch": 1' in log.read_text()]  # noqa: E731
-    wait_for(lambda: len(training()) == 2, what="both cells of the array task training")
-    (jid,) = jobs_named(f"posenc-test-{sweep.name}")
-    subprocess.run(["scontrol", "requeue", jid], check=True, timeout=60)
-
-    def both_interrupted():
-        found = [r for r in records(sweep).values() if r["status"] == "interrupted"]
-        return found if len(found) == 2 else None
-    interrupted = wait_for(both_interrupted, timeout=120, what="both interrupted records")
-    assert all(r["error"].startswith(f"{PREEMPTED} during fairseq-train; its checkpoint at update ")
-               for r in interrupted), interrupted
-    assert proc.wait(timeout=900) == 0, (root / f"{sweep.name}.log").read_text()[-4000:]
-    got = records(sweep)
-    assert len(got) == 2 and all(r["status"] == "ok" and r["resumed_from_update"] > 0 for r in got.values()), got

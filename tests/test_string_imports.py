@@ -32,9 +32,11 @@ def named_modules(path: Path) -> list:
 
 
 # Named for a child process, never imported here: the program fairseq's training runs as (``python
-# -m``) and the plugin's directory it gets as ``--user-dir``.
+# -m``), the plugin's directory it gets as ``--user-dir``, and the memory estimate a sweep's start
+# asks of a child (the harness never imports torch).
 CHILDREN = {("harness/config/commands.py", "posenc.fairseq_train"),
-            ("harness/config/commands.py", "posenc.fairseq_plugin")}
+            ("harness/config/commands.py", "posenc.fairseq_plugin"),
+            ("harness/launch/sharing.py", "posenc.memory")}
 
 
 def crossings(files, root: Path = POSENC) -> list:
