@@ -19,6 +19,7 @@ import pytest
 
 from posenc.cells.plan import planned_cells
 from posenc.cells.strategy import read_state
+from posenc.harness.fairseq_logs import last_saved_update
 from posenc.harness.run.slurm_job import CANCELLED, PREEMPTED
 from test_harness_survival import processes_mentioning
 
@@ -274,13 +275,19 @@ def test_scontrol_requeue_resumes_the_cell_from_its_checkpoint(root, corpus, wit
 
 # --- cancellation, a lost submitter -------------------------------------------------------------------
 
+def checkpointed(log: Path) -> bool:
+    """fairseq has saved a checkpoint (its "| valid |" line comes before the save: a cancel between
+    the two finds no checkpoint yet, which CI once hit)."""
+    return last_saved_update(log.read_text().splitlines()) is not None
+
+
 def test_scancel_gives_interrupted_records_and_the_submitter_stops_within_a_minute(root):
     sweep = root / "cancel"
     proc = start(root, sweep, "budget=smoke", "budget.max_epoch=5", "budget.max_update=0", "placement=both,none,source",
                  "seed=1")
     name = f"posenc-test-{sweep.name}"
-    def under_way():  # a cell past its first epoch, and a cell still waiting for the node
-        trained = [log for log in sweep.glob("*/train.log") if "| valid |" in log.read_text()]
+    def under_way():  # a cell past its first checkpoint, and a cell still waiting for the node
+        trained = [log for log in sweep.glob("*/train.log") if checkpointed(log)]
         return trained and any(state == "PENDING" for state, _ in jobs_named(name).values())
     wait_for(under_way, what="a cell training, another pending")
     (array,) = {jid.split("_")[0] for jid in jobs_named(name)}
@@ -348,8 +355,8 @@ def test_scancel_of_an_array_task_records_each_of_its_cells_interrupted(root):
                  "seed=1", "hydra.launcher.cells_per_task=2")
     name = f"posenc-test-{sweep.name}"
 
-    def both_under_way():  # both cells of the one array task past their first epoch
-        trained = [log for log in sweep.glob("*/train.log") if "| valid |" in log.read_text()]
+    def both_under_way():  # both cells of the one array task past their first checkpoint
+        trained = [log for log in sweep.glob("*/train.log") if checkpointed(log)]
         return len(trained) == 2
     wait_for(both_under_way, what="both cells of the array task training")
     (array,) = {jid.split("_")[0] for jid in jobs_named(name)}
