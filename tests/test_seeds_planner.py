@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from scipy import stats as scipy_stats
 
-from posenc.cells.strategy import SeedsState, read_state, write_state
+from posenc.cells.strategy import SeedsState, StateError, read_state, write_state
 from posenc.harness.sweep.config import seeds_settings
 from posenc.harness.sweep.planner import SeedsPlanner, SeedsSettings, StrategyError, settings_problem
 from posenc.stats import sequential
@@ -164,7 +164,7 @@ def test_a_state_from_before_the_verdicts_thresholds_resumes_only_as_it_started(
     plan = planner()   # its pilot's batch: the same whatever the table
     step(plan, {})
     state = plan.state().to_json()
-    del state["settings"]["statistic"]
+    del state["settings"]["statistic"], state["design_hash"]  # as such a state was written: no hash either
     (tmp_path / SeedsState.FILE).write_text(json.dumps(state))
     written = (tmp_path / SeedsState.FILE).read_bytes()
     with pytest.raises(StrategyError) as err:
@@ -479,3 +479,35 @@ def test_a_new_tune_sweep_refuses_its_seeds_strategys_design_before_any_trial(tm
             TunePlanner(settings, rows, {}, tmp_path, name)
     ok = TuneSettings(counts, 0, 0, None, "placement=both", {"effect": 1.0}, {})
     assert TunePlanner(ok, rows, {}, tmp_path, name).rows == rows
+
+
+def test_the_first_launch_writes_the_designs_hash_and_a_state_edited_since_does_not_read(tmp_path):
+    """Issue 49: the design and its hash at the first launch. The hash is SHA-256 over the settings
+    and rows as the state holds them (recomputed here with hashlib), kept unchanged by a rerun, and
+    a state whose design or family was edited by hand is refused in one line naming the file."""
+    import hashlib
+    plan = planner()
+    step(plan, {})
+    write_state(tmp_path, plan.state())
+    data = json.loads((tmp_path / SeedsState.FILE).read_text())
+    canonical = json.dumps({"settings": data["settings"], "rows": [r["overrides"] for r in data["rows"]]},
+                           sort_keys=True, separators=(",", ":"))
+    assert data["design_hash"] == hashlib.sha256(canonical.encode()).hexdigest()[:12]
+    other = planner(max_seeds=12)
+    assert other.state().design != plan.state().design  # another design, another hash
+    again = planner(before=read_state(tmp_path))
+    finish(again, {label: (1, 2, 3) for label in rows(again)})
+    step(again, {"placement=none": seed_test(-25.0, 3)})
+    write_state(tmp_path, again.state())
+    assert json.loads((tmp_path / SeedsState.FILE).read_text())["design_hash"] == data["design_hash"]
+    for edit in ({"settings": {**data["settings"], "alpha": 0.1}},
+                 {"rows": [{**data["rows"][0], "overrides": ["placement=target"]}] + data["rows"][1:]}):
+        (tmp_path / SeedsState.FILE).write_text(json.dumps({**data, **edit}))
+        with pytest.raises(StateError) as err:
+            read_state(tmp_path)
+        message = str(err.value)
+        assert message.startswith(f"{tmp_path / SeedsState.FILE}: its design or rows were changed after the first "
+                                  f"launch (design_hash {data['design_hash']}, now ") and "\n" not in message
+    legacy = {k: v for k, v in data.items() if k != "design_hash"}  # a state from before the hash still reads
+    (tmp_path / SeedsState.FILE).write_text(json.dumps(legacy))
+    assert read_state(tmp_path).design == "" and "design_hash" not in read_state(tmp_path).to_json()

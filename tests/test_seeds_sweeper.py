@@ -359,3 +359,5 @@ def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_d
     assert ci in compact and re.search(rf"\| {verdict}: efficacy( at 2( seeds)?)? +\| 2 +\|$", compact), compact
     assert "seed 3 ran after that look and is left out" in table
     assert "Adopted: 6 cells were in the sweep directory before the design's first look" in table
+    assert f"Design {state(sweep)['design_hash']}: the settings and rows above, fixed at the sweep's first launch" \
+        in table  # written at the first launch, said in the table

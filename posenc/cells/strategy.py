@@ -13,6 +13,7 @@ settings have ``min_seeds`` and no ``spending``) still reads: its settings are `
 ``SeedsState.old_rule`` says so, and its rows keep the plan they booked (``planned``) and no looks.
 """
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -158,6 +159,14 @@ def row_json(row: SeedsRow) -> dict:
     return out
 
 
+def design_hash(settings, rows: list) -> str:
+    """The design and the family of rows it decides, as 12 hex digits of the SHA-256 of their
+    canonical JSON: what a reader checks that the state and the table were decided under."""
+    text = json.dumps({"settings": settings.as_state(), "rows": [list(r.overrides) for r in rows]},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 @dataclass
 class SeedsState:
     settings: object              # SeedsSettings (OldRuleSettings: the old rule's sweep), as the sweep ran them
@@ -165,6 +174,7 @@ class SeedsState:
     cells: list                   # StateCell: every cell launched so far
     strategy: str = "seeds"
     adopted: list = field(default_factory=list)   # cells found in the directory before its first look (adopt)
+    design: str = ""              # design_hash at the first launch ("" in a state written before it was kept)
 
     FILE = SEEDS_FILE
 
@@ -190,13 +200,19 @@ class SeedsState:
     def to_json(self) -> dict:
         out = {"strategy": self.strategy, "settings": self.settings.as_state(),
                "rows": [row_json(r) for r in self.rows], "cells": [asdict(c) for c in self.cells]}
+        out = {**out, "design_hash": self.design} if self.design else out
         return {**out, "adopted": list(self.adopted)} if self.adopted else out
 
     @classmethod
     def of(cls, data: dict) -> "SeedsState":
-        return cls(seeds_settings_of(dict(data.get("settings") or {})), [SeedsRow.of(r) for r in data.get("rows", [])],
-                   [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]],
-                   adopted=list(data.get("adopted") or []))
+        state = cls(seeds_settings_of(dict(data.get("settings") or {})), [SeedsRow.of(r) for r in data.get("rows", [])],
+                    [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]],
+                    adopted=list(data.get("adopted") or []), design=str(data.get("design_hash") or ""))
+        if state.design and state.design != design_hash(state.settings, state.rows):
+            raise StateError(f"its design or rows were changed after the first launch (design_hash {state.design}, "
+                             f"now {design_hash(state.settings, state.rows)}); allowed: the file as the sweep "
+                             "wrote it, or a new hydra.sweep.dir")
+        return state
 
 
 @dataclass
@@ -324,6 +340,8 @@ def read_state(sweep_dir: Path):
             if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
                 raise TypeError("no list of cells")
             return kind.of(data)
+        except StateError as err:
+            raise StateError(f"{path}: {err}") from None
         except (ValueError, TypeError, KeyError) as err:
             raise StateError(f"{path}: not an adaptive sweep's state ({err})") from None
     return None

@@ -125,10 +125,19 @@ def strategy_notes(report) -> list:
             "row's level (Jennison & Turnbull, ch. 8; an efficacy or max_seeds stop; the largest over the test-set "
             "shares the thresholds hold for; at most the row's α exactly when the row rejected), never the "
             "fixed-sample p of seeds chosen by looks. " + OVERSTATES,
-            SAME_SEEDS] + adopted_note(state) + [
+            SAME_SEEDS] + design_note(state) + adopted_note(state) + [
                 f"{label}: every column over its stopping look's seeds {', '.join(map(str, kept))}; "
                 f"seed {', '.join(map(str, out))} ran after that look and is left out"
                 for label, kept, out in left_out_rows(report)]
+
+
+def design_note(state) -> list:
+    """The design's hash as the first launch wrote it (a state older than the hash has none)."""
+    if not getattr(state, "design", ""):
+        return []
+    return [f"Design {state.design}: the settings and rows above, fixed at the sweep's first launch "
+            "(design_hash in seeds_strategy.json; a rerun with another design or family is refused, and a "
+            "state edited since does not read)."]
 
 
 def adopted_note(state) -> list:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from posenc.cells.record import is_ok
 from posenc.cells.rows import baseline_of, row_name, varying
-from posenc.cells.strategy import SeedsRow, SeedsSettings, SeedsState, StateCell
+from posenc.cells.strategy import SeedsRow, SeedsSettings, SeedsState, StateCell, design_hash
 from posenc.harness.sweep.config import SEEDS_SETTINGS, seeds_settings
 from posenc.report.rows import Settings, baselines, parse_baseline
 from posenc.report.table import reports_of
@@ -136,6 +136,8 @@ class SeedsPlanner:
         self.settings, self.rows, self.name = settings, rows, name
         self.report_settings = report_settings(settings)
         self.adopted = list(before.adopted) if before is not None else []   # cells its first look took as found
+        # the design's hash, fixed at the first launch (a state older than the hash keeps none)
+        self.design = before.design if before is not None else design_hash(settings, [r.state for r in rows])
         if before is not None:
             self.resume(before)
 
@@ -326,7 +328,8 @@ class SeedsPlanner:
         """The plan as it stands: every cell a row has finished or this run launched, each row's looks and stop."""
         cells = [StateCell(self.dirname(row, s), row.overrides + [f"{SEED}={s}"])
                  for row in self.rows for s in sorted(set(row.state.seeds) | row.tried)]
-        return SeedsState(self.settings, [row.state for row in self.rows], cells, adopted=self.adopted)
+        return SeedsState(self.settings, [row.state for row in self.rows], cells, adopted=self.adopted,
+                          design=self.design)
 
 
 def family_change(before: SeedsState, settings: SeedsSettings, rows: list) -> str:
