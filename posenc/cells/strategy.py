@@ -208,10 +208,10 @@ class SeedsState:
         state = cls(seeds_settings_of(dict(data.get("settings") or {})), [SeedsRow.of(r) for r in data.get("rows", [])],
                     [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]],
                     adopted=list(data.get("adopted") or []), design=str(data.get("design_hash") or ""))
-        if state.design and state.design != design_hash(state.settings, state.rows):
+        now = design_hash(state.settings, state.rows) if state.design else ""
+        if now != state.design:
             raise StateError(f"its design or rows were changed after the first launch (design_hash {state.design}, "
-                             f"now {design_hash(state.settings, state.rows)}); allowed: the file as the sweep "
-                             "wrote it, or a new hydra.sweep.dir")
+                             f"now {now}); allowed: the file as the sweep wrote it, or a new hydra.sweep.dir")
         return state
 
 
