@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from posenc.report.references import CONVS2S
-from project import posenc_run, summary_line
+from posenc.trainer_decode import DECODE_FLAG
+from project import REPO, posenc_run, summary_line
 
 BIN = Path(sys.executable).parent
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
@@ -91,6 +92,21 @@ def test_every_cell_translated_every_test_sentence(smoke_sweep):
         commands = (result.parent / "commands.sh").read_text()
         assert "-m posenc.fairseq_train" in commands and "-m fairseq_cli.generate" in commands
         assert json.loads((result.parent / "provenance.json").read_text())["packages"]["fairseq-fixed"] == "0.12.3.1"
+
+
+def test_each_placement_decoded_in_the_trainer_exactly_as_fairseq_generate(smoke_sweep):
+    """scripts/check_decoding.py as a user runs it after a sweep: each cell's stock fairseq-generate
+    line of commands.sh, run by hand on its checkpoint, prints every per-sentence line byte for byte
+    as the trainer wrote it (tests/test_decode_in_trainer.py: why, and the Transformer's beam 5)."""
+    sweep, _ = smoke_sweep
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "check_decoding.py"), str(sweep)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "4 cells: all identical", proc.stdout
+    assert sum(f" test ({5 * 37} lines): identical" in line for line in lines) == 4, proc.stdout  # S, T, H, D, P
+    for cell in sweep.glob("*/result.json"):  # commands.sh: the stock command lines, without the decoding plan
+        assert DECODE_FLAG not in (cell.parent / "commands.sh").read_text()
 
 
 def test_rerun_resumes_without_retraining(smoke_sweep, workspace):
