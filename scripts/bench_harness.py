@@ -16,7 +16,14 @@ decodes in its own process, where by hand starts fairseq-generate), the fixed co
 older code's (target <= 0.5), and the A/A ratio. budget=cpu stops after a fixed number of
 epochs, so every run does exactly the same work.
 
+With ``--cells N`` each side runs N copies of the cell (the same cell under N ``experiment_name``
+labels), posenc-run as one sweep (``-m``, the basic launcher: one harness process, whose warm trainer
+forks every cell after its first; ``runtime.warm_trainer``), by hand as N times the commands; the
+fixed cost is then given per cell (the sweep's wall time less fairseq's own time, over N). The side
+``posenc-run (cold)`` is this code with ``runtime.warm_trainer=false``: what the warm trainer saves.
+
     .venv/bin/python scripts/bench_harness.py [--rounds 3] [--max-update N (a shorter cell)] [--before DIR]
+        [--cells N]
 
 Run it on a quiet machine (load average well under the number of cores): the figures are only
 as good as the load column says.
@@ -98,7 +105,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-update", type=int, default=0, help="cap training at N updates (0: budget=cpu as is)")
     parser.add_argument("--before", help="a checkout of older code: its posenc-run runs too (PYTHONPATH=DIR)")
+    parser.add_argument("--cells", type=int, default=1, help="cells per run: posenc-run runs them as one sweep")
     args = parser.parse_args()
+    if args.cells < 1:
+        sys.exit(f"bench_harness: --cells {args.cells} is not allowed; allowed: a whole number >= 1")
     work = Path(tempfile.mkdtemp(prefix="posenc-bench-"))
     env = dict(os.environ, POSENC_CACHE=os.environ.get("POSENC_CACHE", str(Path.cwd() / ".posenc_cache")))
     # No time cap: a cap that binds on one side and not the other would compare different work.
@@ -114,42 +124,61 @@ def main():
     commands = [([w.replace(str(first), "{cell}") for w in argv], target)
                 for argv, target in bare_commands(first / "commands.sh")]
 
-    sides = {"posenc-run": harness_side(work, overrides, env)}
+    n = args.cells
+    sides = {"posenc-run": harness_side(work, overrides, env, n)}
+    if n > 1:
+        sides["posenc-run (cold)"] = harness_side(work, [*overrides, "runtime.warm_trainer=false"], env, n, "cold")
     if args.before:
-        sides["posenc-run (before)"] = harness_side(work, overrides, dict(env, PYTHONPATH=args.before), "before")
-    sides["by hand"] = by_hand_side(work, commands, "hand")
-    sides["by hand (A/A)"] = by_hand_side(work, commands, "control")
-    times, fixed = run_rounds(sides, args.rounds)
+        sides["posenc-run (before)"] = harness_side(work, overrides, dict(env, PYTHONPATH=args.before), n, "before")
+    sides["by hand"] = by_hand_side(work, commands, n, "hand")
+    sides["by hand (A/A)"] = by_hand_side(work, commands, n, "control")
+    print(f"{n} cell(s) per run; fixed cost per cell", flush=True)
+    times, fixed = run_rounds(sides, args.rounds, n)
     report(times, fixed)
     shutil.rmtree(work, ignore_errors=True)
 
 
-def harness_side(work: Path, overrides: list, env: dict, name: str = "harness"):
+def harness_side(work: Path, overrides: list, env: dict, cells: int, name: str = "harness"):
+    """posenc-run on the cell (``cells`` > 1: one sweep of that many copies); returns its cell directories."""
     def run(i):
-        cell = work / f"{name}{i}"
-        return (*timed([str(BIN / "posenc-run"), *overrides, f"hydra.run.dir={cell}"], work, env), cell)
+        where = work / f"{name}{i}"
+        if cells == 1:
+            return (*timed([str(BIN / "posenc-run"), *overrides, f"hydra.run.dir={where}"], work, env), [where])
+        labels = ",".join(f"copy{k}" for k in range(cells))
+        seconds, before, after = timed([str(BIN / "posenc-run"), "-m", *overrides, f"experiment_name={labels}",
+                                        f"hydra.sweep.dir={where}"], work, env)
+        return seconds, before, after, sorted(p.parent for p in where.glob("*/train.log"))
     return run
 
 
-def by_hand_side(work: Path, commands: list, name: str):
+def by_hand_side(work: Path, commands: list, cells: int, name: str):
+    """The bare commands, ``cells`` times, each copy in a directory of its own."""
     def run(i):
-        cell = work / f"{name}{i}"
-        cell.mkdir()
-        return (*run_bare([([w.replace("{cell}", str(cell)) for w in argv], t) for argv, t in commands], cell), cell)
+        dirs, total, before = [], 0.0, load()
+        for k in range(cells):
+            cell = work / f"{name}{i}" / f"copy{k}"
+            cell.mkdir(parents=True)
+            seconds, _, _ = run_bare([([w.replace("{cell}", str(cell)) for w in argv], t) for argv, t in commands],
+                                     cell)
+            total += seconds
+            dirs.append(cell)
+        return total, before, load(), dirs
     return run
 
 
-def run_rounds(sides: dict, rounds: int):
-    """Each side once a round, in an order that rotates; wall and fixed seconds by side."""
+def run_rounds(sides: dict, rounds: int, cells: int = 1):
+    """Each side once a round, in an order that rotates; wall seconds by side, and fixed seconds per cell."""
     times, fixed = {name: [] for name in sides}, {name: [] for name in sides}
     for i in range(rounds):
         names = list(sides)
         names = names[i % len(names):] + names[:i % len(names)]
         parts = []
         for name in names:
-            seconds, before, after, cell = sides[name](i)
+            seconds, before, after, dirs = sides[name](i)
+            if len(dirs) != cells:
+                sys.exit(f"bench_harness: {name} left {len(dirs)} cell directories, not {cells}")
             times[name].append(seconds)
-            fixed[name].append(seconds - fairseq_own(cell))
+            fixed[name].append((seconds - sum(fairseq_own(cell) for cell in dirs)) / cells)
             parts.append(f"{name} {seconds:.1f}s, fixed {fixed[name][-1]:.1f}s (load {before:.2f} -> {after:.2f})")
         print(f"round {i + 1}: " + ", ".join(parts), flush=True)
     return times, fixed

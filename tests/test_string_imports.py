@@ -32,9 +32,10 @@ def named_modules(path: Path) -> list:
 
 
 # Named for a child process, never imported here: the program fairseq's training runs as (``python
-# -m``), the plugin's directory it gets as ``--user-dir``, and the memory estimate a sweep's start
-# asks of a child (the harness never imports torch).
+# -m``), the plugin's directory it gets as ``--user-dir``, the warm trainer that forks it, and the
+# memory estimate a sweep's start asks of a child (the harness never imports torch).
 CHILDREN = {("harness/config/commands.py", "posenc.fairseq_train"),
+            ("harness/run/warm.py", "posenc.warm_trainer"),
             ("harness/config/commands.py", "posenc.fairseq_plugin"),
             ("harness/launch/sharing.py", "posenc.memory")}
 

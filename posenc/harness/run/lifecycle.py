@@ -209,7 +209,8 @@ def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: 
     try:
         try:
             run_step("fairseq-train", argv, log, decoding.step_limit(limit_s, cell.limits.other_s),
-                     each_line(decoding.on_line, on_line), env=env, append=resuming, stop_if=first_reason(*checks))
+                     each_line(decoding.on_line, on_line), env=env, append=resuming, stop_if=first_reason(*checks),
+                     warm_start=cell.warm_trainer and cell.gpus <= 1)
         finally:
             wall = resume.add_training_time(job_dir, decoding.training_seconds(started))
     except StepFailed as err:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from posenc.harness.config.environment import child_environment
-from posenc.harness.run import child
+from posenc.harness.run import child, warm
 from posenc.harness.run.failures import exit_reason
 from posenc.harness.run.signals import STOP, StopRequested, deferred
 
@@ -17,22 +17,25 @@ class StepFailed(RuntimeError):
 
 
 def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_line=None, env: dict = None,
-             append: bool = False, stop_if=None) -> float:
+             append: bool = False, stop_if=None, warm_start: bool = False) -> float:
     """Run ``argv`` in the user's environment with ``env`` (the harness's variables, see
     ``posenc.harness.config.environment``) on top, and nothing else; every output line goes to ``log_path``
     (appended to with ``append``) and to ``on_line``. ``stop_if(line)`` may return a reason to stop
-    the step (a diverging loss). Returns wall seconds.
+    the step (a diverging loss). ``warm_start``: the trainer is forked by this process's warm trainer
+    (``posenc.harness.run.warm``), its imports paid once per slot. Returns wall seconds.
 
     Raises StepFailed naming the step and why (exit status, time limit, ``stop_if``'s reason) and
     the log file; StopRequested when a signal to this process stopped it.
     """
     started = time.monotonic()
+    full_env = child_environment(env or {})
+    start = warm.starter(full_env) if warm_start and warm.warmable(argv) else child.start  # (may wait for imports)
     # Line-buffered: the log is whole up to the last line even when the harness is killed outright.
     with open(log_path, "a" if append else "w", encoding="utf-8", buffering=1) as log:
         with deferred():  # no signal between starting the child and registering it
             if STOP.requested:
                 raise StopRequested(STOP.signum)
-            proc = child.start(argv, child_environment(env or {}), stdout=subprocess.PIPE)
+            proc = start(argv, full_env, subprocess.PIPE)
             stopper = STOP.child = child.GracefulStop(proc)
         limit = threading.Timer(timeout_s, stopper.request, ("time limit",)) if timeout_s and timeout_s > 0 else None
         if limit:

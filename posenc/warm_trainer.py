@@ -1,0 +1,157 @@
+"""``python -m posenc.warm_trainer FD``: a warm trainer, the fairseq-train of a slot of a sweep whose
+imports (torch, fairseq, the trainer entry and its decoding) are paid once, not once per cell.
+
+It imports everything ``python -m posenc.fairseq_train`` imports before it reads its arguments, then
+serves cells one at a time over the socket ``FD`` (``posenc.harness.run.warm`` is the harness's side):
+for each, it forks a process that runs ``posenc.fairseq_train.main`` on the cell's arguments, in the
+cell's working directory and environment, with its output on the pipe the harness reads. It never
+trains itself, so every cell starts from the same state: the one a fresh ``python -m
+posenc.fairseq_train`` reaches before it parses its arguments (tests/test_warm_trainer.py compares
+the two, checkpoints and hypotheses, byte for byte). The harness starts a warm trainer only with the
+cell's exact environment, since torch reads some variables (``OMP_NUM_THREADS``) at import.
+
+Each cell runs in a session of its own (the harness stops it with a signal to its group), dies with
+this process, which dies with the harness (``PR_SET_PDEATHSIG``), and this process leaves when the
+harness closes the socket or after ``IDLE_S`` without a cell.
+
+Protocol (one JSON message per packet): ``ready`` once imported; then per cell, the harness sends
+``{"argv", "env", "cwd"}`` with the pipe's write end, and the warm trainer answers ``{"pid"}`` once
+the cell has its own session, then ``{"returncode"}`` (``subprocess``'s convention) when it ends.
+"""
+
+import signal  # isort: skip
+import sys  # isort: skip
+
+from posenc.trainer_stop import IGNORED  # isort: skip
+
+if __name__ == "__main__":  # SLURM's time-limit warning must not kill this process while it imports
+    for _signum in IGNORED:
+        signal.signal(_signum, signal.SIG_IGN)
+
+# What a cold trainer imports before it parses its arguments; fairseq_train first (fairseq's log format).
+import posenc.fairseq_train as entry  # noqa: E402  isort: skip
+import ctypes  # noqa: E402
+import ctypes.util  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import socket  # noqa: E402
+import traceback  # noqa: E402
+
+import posenc.fairseq_decode  # noqa: E402, F401  (the decoding in the trainer, imported once too)
+
+IDLE_S = 900          # a warm trainer nobody has asked for a cell this long leaves
+MAX_MESSAGE = 1 << 20
+PR_SET_PDEATHSIG = 1
+WARM_START_MARK = "posenc: warm start: this trainer was forked by the warm trainer (its imports paid once), pid"
+
+
+def retitle(words: list) -> None:
+    """Show ``words`` as this process's command line (``ps``, ``/proc/PID/cmdline``): a cell's
+    trainer then reads as the ``python -m posenc.fairseq_train ...`` it stands for. It writes only
+    inside the argument area the process started with (the harness reserves room: ``TITLE_ROOM``
+    of ``posenc.harness.run.warm``), so ``/proc/PID/environ``
+    stays the environment it started with; too long a title is cut. Linux only; elsewhere nothing."""
+    try:
+        fields = open("/proc/self/stat", "rb").read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end: the 48th and 49th fields
+    except (OSError, IndexError, ValueError):
+        return
+    room = end - start
+    title = "\0".join(words).encode()[:room - 1]
+    ctypes.memmove(start, title + b"\0" * (room - len(title)), room)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (Linux); leave at once if it already has."""
+    parent = os.getppid()
+    try:
+        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def send(sock, **message) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def serve(sock) -> None:
+    """Fork one process per cell the harness sends, until it closes the socket or goes quiet."""
+    sock.settimeout(IDLE_S)
+    send(sock, ready=True)
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 1)
+        except (TimeoutError, OSError):
+            return
+        if not data:  # the harness closed the socket
+            return
+        request = json.loads(data)
+        started_r, started_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(started_r)
+            run_cell(request, fds[0], started_w, sock)  # never returns
+        os.close(started_w)
+        os.close(fds[0])
+        os.read(started_r, 1)  # the cell has its own session (or died): the harness may signal its group
+        os.close(started_r)
+        send(sock, pid=pid)
+        _, status = os.waitpid(pid, 0)
+        send(sock, returncode=os.waitstatus_to_exitcode(status))
+
+
+def run_cell(request: dict, out_fd: int, started_w: int, sock) -> None:
+    """The cell's process: what ``python -m posenc.fairseq_train ARGV`` does after its imports."""
+    code = 1
+    try:
+        sock.close()
+        os.setsid()
+        _die_with_parent()
+        os.write(started_w, b"1")
+        os.close(started_w)
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        os.close(out_fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        argv = request["argv"]
+        retitle([request["program"][0], *request["program"][1:], *argv])
+        sys.argv = [entry.__file__, *argv]
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        entry.install_handlers()
+        print(f"{WARM_START_MARK} {os.getppid()}", flush=True)
+        entry.main(argv)
+        code = 0
+    except SystemExit as end:
+        code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
+        if end.code is not None and not isinstance(end.code, int):
+            print(end.code, file=sys.stderr)
+    except BaseException:  # as Python would: the traceback on stderr (the cell's log), status 1
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # a closed pipe: nothing left to say
+                pass
+        os._exit(code)
+
+
+def main() -> None:
+    _die_with_parent()
+    retitle(sys.orig_argv[:-1])  # without the room kept for the cells' titles
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    try:
+        serve(sock)
+    finally:
+        sock.close()
+
+
+if __name__ == "__main__":
+    main()
