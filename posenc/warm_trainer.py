@@ -15,7 +15,7 @@ this process, which dies with the harness (``PR_SET_PDEATHSIG``), and this proce
 harness closes the socket or after ``IDLE_S`` without a cell.
 
 Protocol (one JSON message per packet): ``ready`` once imported; then per cell, the harness sends
-``{"argv", "env", "cwd"}`` with the pipe's write end, and the warm trainer answers ``{"pid"}`` once
+``{"program", "argv", "env", "cwd"}`` with the pipe's write end, and the warm trainer answers ``{"pid"}`` once
 the cell has its own session, then ``{"returncode"}`` (``subprocess``'s convention) when it ends.
 """
 
@@ -121,16 +121,17 @@ def run_cell(request: dict, out_fd: int, started_w: int, sock) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         argv = request["argv"]
-        retitle([request["program"][0], *request["program"][1:], *argv])
+        retitle([*request["program"], *argv])
         sys.argv = [entry.__file__, *argv]
         signal.signal(signal.SIGINT, signal.default_int_handler)
         entry.install_handlers()
         print(f"{WARM_START_MARK} {os.getppid()}", flush=True)
         entry.main(argv)
         code = 0
-    except SystemExit as end:
-        code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
-        if end.code is not None and not isinstance(end.code, int):
+    except SystemExit as end:  # as Python would: a number is the status, anything else is printed, status 1
+        if end.code is None or isinstance(end.code, int):
+            code = end.code or 0
+        else:
             print(end.code, file=sys.stderr)
     except BaseException:  # as Python would: the traceback on stderr (the cell's log), status 1
         traceback.print_exc()
@@ -143,8 +144,7 @@ def run_cell(request: dict, out_fd: int, started_w: int, sock) -> None:
         os._exit(code)
 
 
-def main() -> None:
-    _die_with_parent()
+def main() -> None:  # (it dies with the harness already: child.child_setup, before exec)
     retitle(sys.orig_argv[:-1])  # without the room kept for the cells' titles
     sock = socket.socket(fileno=int(sys.argv[1]))
     try:
