@@ -31,17 +31,16 @@ if __name__ == "__main__":  # SLURM's time-limit warning must not kill this proc
 # What a cold trainer imports before it parses its arguments; fairseq_train first (fairseq's log format).
 import posenc.fairseq_train as entry  # noqa: E402  isort: skip
 import ctypes  # noqa: E402
-import ctypes.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import socket  # noqa: E402
 import traceback  # noqa: E402
 
 import posenc.fairseq_decode  # noqa: E402, F401  (the decoding in the trainer, imported once too)
+from posenc.parent_death import die_with_parent  # noqa: E402
 
 IDLE_S = 900          # a warm trainer nobody has asked for a cell this long leaves
 MAX_MESSAGE = 1 << 20
-PR_SET_PDEATHSIG = 1
 WARM_START_MARK = "posenc: warm start: this trainer was forked by the warm trainer (its imports paid once), pid"
 
 
@@ -59,18 +58,6 @@ def retitle(words: list) -> None:
     room = end - start
     title = "\0".join(words).encode()[:room - 1]
     ctypes.memmove(start, title + b"\0" * (room - len(title)), room)
-
-
-def _die_with_parent() -> None:
-    """SIGKILL this process when its parent dies (Linux); leave at once if it already has."""
-    parent = os.getppid()
-    try:
-        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
-    except (OSError, AttributeError):
-        return
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 def send(sock, **message) -> None:
@@ -92,10 +79,11 @@ def serve(sock) -> None:
         started_r, started_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        warm = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(started_r)
-            run_cell(request, fds[0], started_w, sock)  # never returns
+            run_cell(request, fds[0], started_w, sock, warm)  # never returns
         os.close(started_w)
         os.close(fds[0])
         os.read(started_r, 1)  # the cell has its own session (or died): the harness may signal its group
@@ -105,13 +93,14 @@ def serve(sock) -> None:
         send(sock, returncode=os.waitstatus_to_exitcode(status))
 
 
-def run_cell(request: dict, out_fd: int, started_w: int, sock) -> None:
-    """The cell's process: what ``python -m posenc.fairseq_train ARGV`` does after its imports."""
+def run_cell(request: dict, out_fd: int, started_w: int, sock, warm: int) -> None:
+    """The cell's process (``warm``: the warm trainer's pid, its parent): what ``python -m
+    posenc.fairseq_train ARGV`` does after its imports."""
     code = 1
     try:
         sock.close()
         os.setsid()
-        _die_with_parent()
+        die_with_parent(warm)
         os.write(started_w, b"1")
         os.close(started_w)
         os.dup2(out_fd, 1)

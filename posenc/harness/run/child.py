@@ -7,8 +7,6 @@
   begun to finish, then sends SIGTERM to the group, then SIGKILL if it is still there.
 """
 
-import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -16,16 +14,11 @@ import threading
 
 from posenc.harness.fairseq_logs import save_began, save_ended
 from posenc.harness.run.signals import HANDLED
+from posenc.parent_death import die_with_parent
 from posenc.trainer_stop import IGNORED, SAVE_AND_STOP
 
-PR_SET_PDEATHSIG = 1
 SAVE_GRACE_S = 120   # longest wait for a begun checkpoint save (a GPU-sized one takes seconds)
 TERM_GRACE_S = 30    # from SIGTERM to SIGKILL
-
-try:  # resolved once, here: the function that runs between fork and exec must not load anything
-    _prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux: the harness still kills its children on every exit it sees
-    _prctl = None
 
 
 def child_setup(parent_pid: int):
@@ -36,10 +29,7 @@ def child_setup(parent_pid: int):
         for signum in IGNORED:
             signal.signal(signum, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
-        if _prctl is not None:
-            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != parent_pid:  # the parent died before the line above took effect
-                os._exit(1)
+        die_with_parent(parent_pid)
     return setup
 
 
