@@ -233,6 +233,65 @@ def test_a_cell_out_of_gpu_memory_beside_others_runs_again_alone(tmp_path, monke
     assert calls == [True]  # any other failure is the cell's own: not run again
 
 
+def test_a_slurm_task_cell_out_of_gpu_memory_beside_its_task_mates_runs_again_alone_after_them(tmp_path,
+                                                                                                monkeypatch):
+    """Two cells of one array task (cells_per_task=2) on the task's one GPU: both start at once; the one
+    that runs out of GPU memory runs again with the GPU to itself only after the other finished. Its
+    slots are the array task's own (other tasks of the array are on other GPUs)."""
+    monkeypatch.setenv("SLURM_JOB_ID", "41")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    task = OmegaConf.create({"_target_": "hydra_plugins.posenc_slurm_launcher.slurm_launcher.SlurmLauncher",
+                             "cells_per_task": 2})
+    cell = compose_cell("gpus=1")
+    assert sharing.cells_on_each_gpu(cell, tmp_path, task) == 2
+    events, both_in, mate_done = [], threading.Barrier(2, timeout=20), threading.Event()
+
+    def oom_first(env, shared):
+        events.append(("oom", env.get("CUDA_VISIBLE_DEVICES"), shared, mate_done.is_set()))
+        if len(events) <= 2:
+            both_in.wait()
+            return SimpleNamespace(record=Record(status="failed", error="out of memory: torch.OutOfMemoryError: "
+                                                 "CUDA out of memory. Tried to allocate 2.00 GiB (log: x)"))
+        return SimpleNamespace(record=Record(status="ok"))
+
+    def mate(env, shared):
+        events.append(("mate", env.get("CUDA_VISIBLE_DEVICES"), shared, False))
+        both_in.wait()
+        time.sleep(3)  # longer than gpu_slots' poll: the other had its chances to start alone
+        mate_done.set()
+        return SimpleNamespace(record=Record(status="ok"))
+
+    said, results = [], {}
+    threads = [threading.Thread(target=lambda: results.update(oom=sharing.run_sharing(
+                   cell, task, 2, tmp_path, oom_first, say=said.append))),
+               threading.Thread(target=lambda: results.update(mate=sharing.run_sharing(cell, task, 2, tmp_path, mate)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results["oom"].record.status == "ok" and results["mate"].record.status == "ok"
+    assert sorted(events[:2]) == [("mate", "0", True, False), ("oom", "0", True, False)]  # side by side
+    assert events[2] == ("oom", "0", False, True)  # alone, once its task mate had finished
+    assert said == ["out of GPU memory beside 1 other cell(s): running it again alone on its GPU",
+                    "waiting for 1 alone GPU(s) of 1 (2 cells each)"]
+    assert [p.name for p in (tmp_path / ".gpu-slots").iterdir()] == ["slurm-41"]
+
+
+def test_cells_per_task_shares_nothing_outside_a_slurm_job_or_on_a_node_without_gpus(tmp_path, monkeypatch):
+    task = OmegaConf.create({"_target_": "hydra_plugins.posenc_slurm_launcher.slurm_launcher.SlurmLauncher",
+                             "cells_per_task": 2})
+    cell = compose_cell("gpus=1")
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with cell_resources(cell, task, 2, tmp_path) as env:
+        assert "CUDA_VISIBLE_DEVICES" not in env  # the submitter's own process: no task, no slots
+    monkeypatch.setenv("SLURM_JOB_ID", "41")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with cell_resources(cell, task, 2, tmp_path) as env:
+        assert env == {}  # a CPU node: the cells of the task share no GPU
+    assert not (tmp_path / ".gpu-slots").exists()
+
+
 def _try_slot(lock_dir, per_gpu):
     """Whether another cell could start on GPU 0 now (a slot free, nobody waiting to be alone)."""
     from posenc.harness.launch.parallel import _Slots

@@ -19,9 +19,11 @@ from filelock import FileLock, Timeout
 
 from posenc.harness import machine
 from posenc.harness.errors import ConfigError
+from posenc.harness.launch.slurm_groups import KEY as TASK_KEY
 
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
 SUBMITIT_LOCAL = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"
+SLOTS_DIR = ".gpu-slots"  # under the sweep directory: the GPU slots' lock files, and the share decided
 
 
 def machine_cores() -> int:
@@ -187,9 +189,32 @@ def cell_resources(cell, launcher, cells_in_sweep: int, sweep_dir: Path, say=Non
     concurrent = concurrent_cells(launcher, cells_in_sweep)
     # A thread count the user chose in the config (runtime.threads) is already in the cell's environment.
     env = {} if "OMP_NUM_THREADS" in cell.environment else threads_env(concurrent)
-    gpus = visible_gpus() if concurrent > 1 and str(launcher.get("_target_", "")) == JOBLIB and cell.gpus > 0 else []
+    lock_dir = slots_dir(launcher, concurrent, sweep_dir) if cell.gpus > 0 else None
+    gpus = visible_gpus() if lock_dir else []
     if not gpus:
         yield env
         return
-    with gpu_slots(Path(sweep_dir) / ".gpu-slots", gpus, cell.gpus, say=say, per_gpu=per_gpu, alone=alone) as mine:
+    with gpu_slots(lock_dir, gpus, cell.gpus, say=say, per_gpu=per_gpu, alone=alone) as mine:
         yield dict(env, CUDA_VISIBLE_DEVICES=",".join(mine))
+
+
+def task_cells(launcher, environ=None) -> int:
+    """How many cells share this process's SLURM array task and its GPU(s) (``hydra.launcher.cells_per_task``,
+    ``launch.slurm_groups``): 1 outside a SLURM job, or where each cell has a task of its own."""
+    environ = os.environ if environ is None else environ
+    if launcher is None or not environ.get("SLURM_JOB_ID"):
+        return 1
+    value = launcher.get(TASK_KEY, 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+
+
+def slots_dir(launcher, concurrent: int, sweep_dir, environ=None):
+    """Where the GPU slots of the cells that share this cell's GPUs are kept, or None where it shares
+    none: the sweep's, for joblib cells side by side on this machine; the array task's own, for the
+    cells of one SLURM array task (other tasks of the array are on other GPUs, perhaps other nodes)."""
+    environ = os.environ if environ is None else environ
+    if task_cells(launcher, environ) > 1:
+        return Path(sweep_dir) / SLOTS_DIR / f"slurm-{environ['SLURM_JOB_ID']}"
+    if concurrent > 1 and str(launcher.get("_target_", "")) == JOBLIB:
+        return Path(sweep_dir) / SLOTS_DIR
+    return None

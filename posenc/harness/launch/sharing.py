@@ -26,10 +26,17 @@ from posenc.harness import machine
 from posenc.harness.config.commands import flags
 from posenc.harness.config.environment import AUTO, cells_per_gpu
 from posenc.harness.errors import ConfigError
-from posenc.harness.launch.parallel import JOBLIB, cell_resources, concurrent_cells, machine_cores, visible_gpus
+from posenc.harness.launch.parallel import (
+    JOBLIB,
+    SLOTS_DIR,
+    cell_resources,
+    concurrent_cells,
+    machine_cores,
+    task_cells,
+    visible_gpus,
+)
 from posenc.harness.run.failures import gpu_out_of_memory
 
-SLOTS_DIR = ".gpu-slots"
 SHARE_FILE = "share.json"
 CONTEXT_GIB = 2.0      # per process: the CUDA context, cuDNN/cuBLAS workspaces, the caching allocator's slack
 FREE_FRACTION = 0.9    # of a GPU's free memory: room for what the estimate leaves out
@@ -100,9 +107,13 @@ def share_file(sweep_dir) -> Path:
     return Path(sweep_dir) / SLOTS_DIR / SHARE_FILE
 
 
-def cells_on_each_gpu(cell, sweep_dir) -> int:
-    """How many cells take each GPU at once: the sweep's decision where it made one, else the cell's
-    own ``runtime.cells_per_gpu`` when a number, else 1."""
+def cells_on_each_gpu(cell, sweep_dir, launcher=None) -> int:
+    """How many cells take each GPU at once: in a SLURM array task of several cells, as many as the
+    task's cells need of its GPUs; else the sweep's decision where it made one, else the cell's own
+    ``runtime.cells_per_gpu`` when a number, else 1."""
+    in_task = task_cells(launcher)
+    if in_task > 1:
+        return max(1, math.ceil(in_task * max(1, cell.gpus) / max(1, len(visible_gpus()))))
     try:
         return max(1, int(json.loads(share_file(sweep_dir).read_text(encoding="utf-8"))["cells_per_gpu"]))
     except (OSError, ValueError, KeyError, TypeError):
@@ -111,9 +122,10 @@ def cells_on_each_gpu(cell, sweep_dir) -> int:
 
 def run_sharing(cell, launcher, cells_in_sweep: int, sweep_dir, run, say=None):
     """``run(env, shared)`` with the cell's resources (``parallel.cell_resources``, its share of a GPU);
-    a cell that ran out of GPU memory while it shared its GPU is run again, alone on its GPU(s): from
-    its last checkpoint, or from the start where fairseq dropped a batch (``run.lifecycle.train``)."""
-    per_gpu = cells_on_each_gpu(cell, sweep_dir)
+    a cell that ran out of GPU memory while it shared its GPU (joblib cells, or the cells of a SLURM
+    array task) is run again, alone on its GPU(s), once the cells beside it finished: from its last
+    checkpoint, or from the start where fairseq dropped a batch (``run.lifecycle.train``)."""
+    per_gpu = cells_on_each_gpu(cell, sweep_dir, launcher)
     with cell_resources(cell, launcher, cells_in_sweep, sweep_dir, say, per_gpu) as env:
         shared = per_gpu > 1 and "CUDA_VISIBLE_DEVICES" in env
         ran = run(env, shared)
