@@ -26,8 +26,12 @@ from test_harness_survival import processes_mentioning
 BIN = Path(sys.executable).parent
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
               "data.generator.test_long=20"]
-# One core and little memory per cell: the local node has this machine's cores; no GPUs.
-ON_THE_NODE = ["hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "hydra.launcher.gpus_per_node=0"]
+# One core and little memory per cell: the local node has this machine's cores; no GPUs. The local
+# node confines nothing, so a cell's torch would take every core of the machine (the time-limit tests
+# train for 1.6 minutes of wall time, however many threads): runtime.threads=1 keeps it to its one,
+# leaving the other to the suite's other pytest worker.
+ON_THE_NODE = ["hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=2", "hydra.launcher.gpus_per_node=0",
+               "runtime.threads=1"]
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

@@ -25,8 +25,8 @@ PLACEMENTS = ("both", "none")
 pytestmark = pytest.mark.slow
 
 
-def cells_of(sweep: Path) -> dict:
-    return {p: next(sweep.glob(f"*placement={p},*")) for p in PLACEMENTS}
+def cells_of(sweep: Path, placements) -> dict:
+    return {p: next(sweep.glob(f"*placement={p},*")) for p in placements}
 
 
 def marks(cell: Path) -> list:
@@ -48,13 +48,14 @@ def losses(cell: Path) -> list:
 def warm_and_cold(tmp_path_factory):
     root = tmp_path_factory.mktemp("warm")
     runs = {}
-    for name, extra in (("warm", []), ("cold", ["runtime.warm_trainer=false"])):
+    # Two warm cells (the second forked by the warm trainer the first started), the second cold.
+    for name, placements, extra in (("warm", PLACEMENTS, []), ("cold", PLACEMENTS[1:], ["runtime.warm_trainer=false"])):
         sweep = root / name
-        proc = posenc_run("-m", "experiment=table4", "budget=smoke", "seed=1", f"placement={','.join(PLACEMENTS)}",
+        proc = posenc_run("-m", "experiment=table4", "budget=smoke", "seed=1", f"placement={','.join(placements)}",
                           *SMALL_DATA, *extra, f"hydra.sweep.dir={sweep}", cwd=root, cache=root / "cache")
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert summary_line(proc.stdout) == "2 cells: 2 ok"
-        runs[name] = cells_of(sweep)
+        assert summary_line(proc.stdout) == f"{len(placements)} cells: {len(placements)} ok"
+        runs[name] = cells_of(sweep, placements)
     return runs
 
 
@@ -65,7 +66,7 @@ def test_one_warm_trainer_forks_every_cell_of_the_sweep(warm_and_cold):
 
 
 def test_a_warm_cell_trains_and_decodes_as_a_fresh_trainer_byte_for_byte(warm_and_cold):
-    for placement in PLACEMENTS:
+    for placement in warm_and_cold["cold"]:  # the warm sweep's forked cell, the one after its first
         warm_cell, cold_cell = warm_and_cold["warm"][placement], warm_and_cold["cold"][placement]
         assert losses(warm_cell) == losses(cold_cell) and losses(warm_cell)
         kept, fresh = (torch.load(c / "checkpoints" / "checkpoint_best.pt", weights_only=False)["model"]
