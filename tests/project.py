@@ -44,11 +44,22 @@ def hidden_fairseq_config_store():
         repo.update(hidden)
 
 
+def child_env(cache=None, **extra) -> dict:
+    """A user's bare environment for a child the suite starts: the venv's bin first on PATH, the
+    corpus cache (if any), the suite's ``OMP_NUM_THREADS`` (tests/conftest.py says why), the
+    developer's PYTHONPATH (a worktree's code, when the tests run against one), ``extra`` on top
+    (a variable ``extra`` gives as None is left out)."""
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"]}
+    if cache is not None:
+        env["POSENC_CACHE"] = str(cache)
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return {k: v for k, v in {**env, **extra}.items() if v is not None}
+
+
 def posenc_run(*args, cwd, cache, env=None, timeout=900):
-    """``posenc-run ARGS`` in ``cwd`` with its own corpus cache, a bare PATH and ``env`` on top."""
-    child = {"POSENC_CACHE": str(cache), "PATH": str(BIN) + ":/usr/bin:/bin", **(env or {})}
-    if os.environ.get("PYTHONPATH"):  # a worktree's code, when the tests run against one
-        child["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    """``posenc-run ARGS`` in ``cwd`` with its own corpus cache, a bare environment and ``env`` on top."""
+    child = child_env(cache, **(env or {}))
     return subprocess.run([str(BIN / "posenc-run"), *args], cwd=cwd, env=child, capture_output=True, text=True,
                           timeout=timeout)
 

@@ -12,7 +12,6 @@ batching or search changes these lines.
 
 import importlib.util
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from posenc import trainer_decode as marks
 from posenc.cells import layout
 from posenc.harness.run.decoding import TrainerDecoding
 from posenc.trainer_decode import DECODED_MARK, DECODING_MARK, decoded_split, split_argv, write_plan
-from project import BIN, REPO, posenc_run
+from project import BIN, REPO, child_env, posenc_run
 
 SMALL_DATA = ["data.generator.train=400", "data.generator.valid=40", "data.generator.test=60",
               "data.generator.test_long=30"]
@@ -67,8 +66,7 @@ def test_a_stop_while_the_trainer_decodes_leaves_no_output_as_whole_and_the_reru
     cell, cache = tmp_path / "cell", tmp_path / "cache"
     args = ["budget=smoke", "data.generator.train=400", "data.generator.valid=40", "data.generator.test=5000",
             "data.generator.test_long=30", f"hydra.run.dir={cell}"]  # 5,000 test sentences: seconds of decoding
-    env = {"POSENC_CACHE": str(cache), "PATH": f"{BIN}:/usr/bin:/bin",
-           **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {})}
+    env = child_env(cache)
     with open(tmp_path / "err", "w") as err:
         proc = subprocess.Popen([str(BIN / "posenc-run"), *args], cwd=tmp_path, env=env, stdout=err, stderr=err,
                                 start_new_session=True)

@@ -17,7 +17,7 @@ import torch
 from posenc.cells.record import RUNNING_ERROR
 from posenc.harness.config.environment import ALWAYS
 from posenc.harness.fairseq_logs import hypotheses_by_id
-from project import summary_line
+from project import child_env, summary_line
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]
@@ -32,10 +32,7 @@ pytestmark = pytest.mark.slow
 
 def user_env(cache, **extra):
     """A user's environment: PATH, the cache, a W&B key, and no variable the harness might add."""
-    env = {"POSENC_CACHE": str(cache), "PATH": f"{BIN}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root"),
-           "LANG": "C.UTF-8", "WANDB_API_KEY": SECRET, **extra}
-    if "PYTHONPATH" in os.environ:  # the developer's checkout, as in the other end-to-end tests' children
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    env = child_env(cache, HOME=os.environ.get("HOME", "/root"), LANG="C.UTF-8", WANDB_API_KEY=SECRET, **extra)
     return env
 
 

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 def posenc_run(*args, cwd, cache):
     return project.posenc_run(*args, cwd=cwd, cache=cache, timeout=1800,
                               env={"HOME": str(cwd), "WANDB_MODE": "offline", "WANDB_API_KEY": SECRET,
-                                   "WANDB_SILENT": "true"})
+                                   "WANDB_SILENT": "true",
+                                   "OMP_NUM_THREADS": None})  # the launchers' own share of the cores, tested below
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ the long split and figures; and a bare command-line sweep's plan against the dir
 makes for it."""
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from posenc.cells.plan import planned_cells
-from project import summary_line
+from project import child_env, summary_line
 
 BIN = Path(sys.executable).parent
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
@@ -25,9 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def run(*args, cwd, cache, tool="posenc-run"):
-    env = {"POSENC_CACHE": str(cache), "PATH": str(BIN) + ":/usr/bin:/bin"}
-    if os.environ.get("PYTHONPATH"):  # a worktree's code, when the tests run against one
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    env = child_env(cache)
     return subprocess.run([str(BIN / tool), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=900)
 

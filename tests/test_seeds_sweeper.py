@@ -13,7 +13,7 @@ import pytest
 from posenc.cells.plan import planned_cells
 from posenc.cells.strategy import SEEDS_FILE
 from posenc.cells.sweep import read_sweep
-from project import BIN, REPO, summary_line
+from project import BIN, REPO, child_env, summary_line
 
 STRATEGY = ["hydra/sweeper=posenc_seeds", "hydra.sweeper.pilot_seeds=3", "hydra.sweeper.max_seeds=4",
             "hydra.sweeper.batch_seeds=1"]
@@ -25,10 +25,7 @@ def command(sweep, *args):
 
 
 def environment(cache):
-    env = {"POSENC_CACHE": str(cache), "PATH": f"{BIN}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return env
+    return child_env(cache, HOME=os.environ.get("HOME", "/root"))
 
 
 def run(sweep, cache, *args, timeout=900):

@@ -21,6 +21,7 @@ from posenc.cells.plan import planned_cells
 from posenc.cells.strategy import read_state
 from posenc.harness.fairseq_logs import last_saved_update
 from posenc.harness.run.slurm_job import CANCELLED, PREEMPTED
+from project import child_env
 from test_harness_survival import processes_mentioning
 
 BIN = Path(sys.executable).parent
@@ -85,10 +86,7 @@ def corpus(root):
 
 
 def env_for(root):
-    env = {"POSENC_CACHE": str(root / "cache"), "PATH": f"{BIN}:{os.environ['PATH']}", "HOME": str(root)}
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    return env
+    return child_env(root / "cache", PATH=f"{BIN}:{os.environ['PATH']}", HOME=str(root))  # sbatch and the rest on PATH
 
 
 def command(sweep_dir, *args, launcher="slurm"):

@@ -15,7 +15,7 @@ import torch
 
 from posenc.harness.run import child, warm
 from posenc.warm_trainer import WARM_START_MARK
-from project import posenc_run, summary_line
+from project import child_env, posenc_run, summary_line
 
 BIN = Path(sys.executable).parent
 SMALL_DATA = ["data.generator.train=300", "data.generator.valid=40", "data.generator.test=37",
@@ -111,8 +111,7 @@ def test_where_no_warm_trainer_starts_the_cell_starts_cold_and_says_why(monkeypa
 
 def test_killing_posenc_run_alone_takes_the_warm_trainer_and_its_cell_with_it(tmp_path):
     cell = tmp_path / "cell"
-    env = {"POSENC_CACHE": str(tmp_path / "cache"), "PATH": f"{BIN}:/usr/bin:/bin",
-           **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})}
+    env = child_env(tmp_path / "cache")
     with open(tmp_path / "out", "w") as out:
         proc = subprocess.Popen([str(BIN / "posenc-run"), "budget=smoke", "budget.max_epoch=0", "budget.max_update=500",
                                  *SMALL_DATA, f"hydra.run.dir={cell}"], cwd=tmp_path, env=env, stdout=out,
