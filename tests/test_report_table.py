@@ -429,3 +429,42 @@ def test_the_table_says_what_trained_its_cells(data, tmp_path):
     text = report_text([sweep])
     assert "Trained on: cpu (1 cell); cuda: NVIDIA H200 x1 (2 cells) (each cell's result.json: device;" in text
     assert "A100" not in text.split("Trained on:")[1].split("\n")[0]  # a failed cell trained nothing to report
+
+
+def test_the_delta_figure_leaves_out_a_panel_that_compares_nothing(data, tmp_path):
+    """A sweep of kinds with the kind as the baseline: placement=none trains one kind only (the
+    others are skipped by design), so its panel holds its baseline row alone. The Δ figure draws the
+    panels that compare something; with none, it is not written, and an earlier one is removed."""
+    pytest.importorskip("matplotlib")
+    from posenc.report.figures import BLEU_FIGURE, DELTA_FIGURE, LENGTH_FIGURE, delta_figure, write_figures
+    from posenc.report.render import PLACEMENT_LABEL
+    from posenc.report.table import reports_of
+
+    root, splits, corpus = data
+    sweep = tmp_path / "kinds"
+    for pe, placement, rate in (("learned", "both", 0.1), ("sinusoidal", "both", 0.2), ("learned", "none", 0.4)):
+        for seed in (1, 2):
+            write_cell(sweep, f"pe={pe},placement={placement},seed={seed}", corpus, splits,
+                       hyps_for(splits, rate, seed), pe=pe, placement=placement, seed=seed)
+    write_plan(sweep, {"pe": "learned,sinusoidal", "placement": "both,none", "seed": "1,2"}, ["experiment=table4"],
+               skip_impossible=True)
+    by_kind, by_placement = (reports_of([read_sweep(sweep)], Settings(baseline=b))[0]
+                             for b in (("pe", "learned"), ("placement", "both")))
+    titles = [ax.get_title().splitlines()[0] for ax in delta_figure([by_kind]).axes if ax.get_visible()]
+    assert titles == ["kinds: fconv_small synthetic both"]   # not the none panel, empty
+    ticks = [[t.get_text() for t in ax.get_xticklabels()] for ax in delta_figure([by_placement]).axes
+             if ax.get_visible()]
+    assert ticks == [[PLACEMENT_LABEL["none"]]]   # learned: none against both; sinusoidal: its both only
+
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / DELTA_FIGURE).write_bytes(b"an earlier sweep's figure")
+    only_baselines = tmp_path / "one-kind"
+    for seed in (1, 2):
+        write_cell(only_baselines, f"pe=learned,placement=both,seed={seed}", corpus, splits,
+                   hyps_for(splits, 0.1, seed), seed=seed)
+    write_plan(only_baselines, {"pe": "learned", "seed": "1,2"}, ["experiment=table4", "placement=both"])
+    (report,) = reports_of([read_sweep(only_baselines)], Settings(baseline=("pe", "learned")))
+    assert delta_figure([report]) is None
+    assert write_figures([report], out) == [out / BLEU_FIGURE, out / LENGTH_FIGURE]
+    assert not (out / DELTA_FIGURE).exists()

@@ -59,11 +59,15 @@ def _stars(ax, xs, ys, rows):
 def delta_figure(reports):
     """Per panel: each row's Δ BLEU against its baseline with the verdict's 95% CI (over seeds and
     test sentences; a sequential row's repeated CI at its row's level, as the legend says), and the
-    paper's own Δ for the same comparison where there is one."""
-    found = panels(reports)
+    paper's own Δ for the same comparison where there is one. A panel whose only row is its baseline
+    (placement=none in a sweep of kinds, where the kind is the baseline key) compares nothing and is
+    left out; None where no panel compares anything."""
+    found = [(title, compared, report, key) for title, rows, report, key in panels(reports)
+             if (compared := [r for r in rows if r.comparisons["test"].p_note != "baseline"])]
+    if not found:
+        return None
     fig, axes = _grid(len(found))
     for ax, (title, rows, report, key) in zip(axes, found):
-        rows = [r for r in rows if r.comparisons["test"].p_note != "baseline"]
         xs = list(range(len(rows)))
         deltas = [math.nan if (d := r.comparisons["test"].delta_bleu) is None else d for r in rows]
         cis = [(r.verdicts[("bleu", "test")].delta_ci_low, r.verdicts[("bleu", "test")].delta_ci_high) for r in rows]
@@ -139,7 +143,8 @@ def length_figure(reports):
 
 
 def write_figures(reports, out_dir: Path) -> list:
-    """Write the figures into ``out_dir``; return their paths (none when no row has a score)."""
+    """Write the figures into ``out_dir``; return their paths (none when no row has a score; no Δ
+    figure when no row is compared, and an earlier one is removed, not left beside the new ones)."""
     if not any(r.scores.split("test").bleu.mean is not None for report in reports for r in report.rows):
         return []
     out_dir = Path(out_dir)
@@ -147,6 +152,9 @@ def write_figures(reports, out_dir: Path) -> list:
     written = []
     for name, draw in ((DELTA_FIGURE, delta_figure), (BLEU_FIGURE, bleu_figure), (LENGTH_FIGURE, length_figure)):
         fig = draw(reports)
+        if fig is None:
+            (out_dir / name).unlink(missing_ok=True)
+            continue
         with atomic_file(out_dir / name) as handle:  # a reader never sees half a PNG
             fig.savefig(handle, format="png", dpi=110)
         written.append(out_dir / name)
