@@ -71,7 +71,10 @@ def test_a_warm_cell_trains_and_decodes_as_a_fresh_trainer_byte_for_byte(warm_an
         assert losses(warm_cell) == losses(cold_cell) and losses(warm_cell)
         kept, fresh = (torch.load(c / "checkpoints" / "checkpoint_best.pt", weights_only=False)["model"]
                        for c in (warm_cell, cold_cell))
-        assert kept.keys() == fresh.keys() and all(torch.equal(kept[k], fresh[k]) for k in kept)
+        assert kept.keys() == fresh.keys()
+        differ = [k for k in kept if not torch.equal(kept[k], fresh[k])]
+        assert not differ, (f"{len(differ)} of {len(kept)} tensors differ, by at most "
+                            f"{max((kept[k] - fresh[k]).abs().max().item() for k in differ):.3g}: {differ[:4]}")
         for name in ("hypotheses.txt", "hypotheses.test_long.txt"):
             assert (warm_cell / name).read_bytes() == (cold_cell / name).read_bytes(), (placement, name)
         # commands.sh still holds the stock commands a user reruns by hand
