@@ -26,10 +26,11 @@ $(STAMP): pyproject.toml
 # Two pytest workers, each taking whole files (--dist loadfile keeps a file's module fixtures, the
 # sweeps its tests share, on one worker). Most tests wait on one fairseq child at a time, and the
 # SLURM tests mostly on the scheduler, so a second worker uses the core the first leaves idle;
-# tests/conftest.py starts the SLURM file first, since it is the longest. TEST_WORKERS=0: one process.
+# the files go out longest first, in tests/conftest.py's order (--no-loadscope-reorder: xdist would
+# reorder them by their number of tests, and start the few long ones last). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The suite without the slow end-to-end tests (for quick iteration; CI runs everything).
 test-fast: setup
