@@ -10,9 +10,10 @@ from posenc.cells.keys import register_resolver
 from project import hidden_fairseq_config_store
 
 # Every process the suite starts trains on one OpenMP thread unless the developer says otherwise.
-# make test runs two workers on a 2-core machine: cells at torch's default (one thread per core)
-# beside the other worker's spin at OpenMP barriers for a core the other holds. Measured here, two
-# smoke cells side by side, twice over: 112-161 s at the default against 21 s at one thread each.
+# make test runs three workers on a 2-core machine: cells at torch's default (one thread per core)
+# beside another worker's spin at OpenMP barriers for a core the other holds. Measured here, two
+# smoke cells side by side, twice over: 112-161 s at the default against 21 s at one thread each
+# (results/benchmarks.md).
 # The children the tests start with a bare environment get it too (project.child_env).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
