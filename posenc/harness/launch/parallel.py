@@ -19,7 +19,8 @@ from filelock import FileLock, Timeout
 
 from posenc.harness import machine
 from posenc.harness.errors import ConfigError
-from posenc.harness.launch.slurm_groups import KEY, cells_per_task
+from posenc.harness.launch.slurm_groups import KEY as TASK_KEY
+from posenc.harness.launch.slurm_groups import cells_per_task
 
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
 SUBMITIT_LOCAL = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"
@@ -204,7 +205,7 @@ def task_cells(launcher, environ=None) -> int:
     environ = os.environ if environ is None else environ
     if launcher is None or not environ.get("SLURM_JOB_ID"):
         return 1
-    return cells_per_task(launcher.get(KEY, 1))  # the launcher refused a bad value before it submitted
+    return cells_per_task(launcher.get(TASK_KEY, 1))  # the launcher refused a bad value before it submitted
 
 
 def slots_dir(launcher, concurrent: int, sweep_dir, environ=None):
