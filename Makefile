@@ -26,8 +26,8 @@ $(STAMP): pyproject.toml
 # Three pytest workers, each taking whole files (--dist loadfile keeps a file's module fixtures, the
 # sweeps its tests share, on one worker). Every child the suite starts trains on one thread
 # (tests/conftest.py), and the tests wait on their children, the SLURM ones on the scheduler: on 2
-# cores a third worker fills what two leave idle (22 min 33 s against 27 min 38 s with two,
-# results/benchmarks.md). The files go out longest first, in tests/conftest.py's order
+# cores a third worker fills what two leave idle (22 min 33 s against 27 min 38 s with two in
+# xdist's order, results/benchmarks.md). The files go out longest first, in tests/conftest.py's order
 # (--no-loadscope-reorder: xdist would reorder them by their number of tests and start the few long
 # ones last). TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 3

@@ -31,9 +31,9 @@ pytestmark = pytest.mark.slow
 
 
 def user_env(cache, **extra):
-    """A user's environment: PATH, the cache, a W&B key, and no variable the harness might add."""
-    env = child_env(cache, HOME=os.environ.get("HOME", "/root"), LANG="C.UTF-8", WANDB_API_KEY=SECRET, **extra)
-    return env
+    """A user's environment: PATH, the cache, a W&B key, the suite's OMP_NUM_THREADS (``child_env``; the
+    user's own, which the harness passes on and never exports), and no variable the harness adds itself."""
+    return child_env(cache, HOME=os.environ.get("HOME", "/root"), LANG="C.UTF-8", WANDB_API_KEY=SECRET, **extra)
 
 
 def posenc_run(*args, cwd, cache, timeout=900):
