@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What decoding in the trainer saves, measured where wall times are noisy: a finished cell's stock
 fairseq-generate line (``commands.sh``, with its exports) as a process of its own, against the same
-decoding inside a process that has torch and fairseq imported already (``posenc.fairseq_decode``,
+decoding inside a process that has torch and fairseq imported already (``posenc.trainer.fairseq_decode``,
 as the trainer runs it), in alternating order. Prints the wall and CPU seconds (user + system) of
 each, per round and their medians; CPU seconds hardly move with the machine's load.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 INSIDE = """
 import json, resource, sys, time
 from pathlib import Path
-from posenc.fairseq_decode import generate_into  # torch and fairseq imported, as in the trainer
+from posenc.trainer.fairseq_decode import generate_into  # torch and fairseq imported, as in the trainer
 before, started = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
 generate_into(json.loads(sys.argv[1]), Path(sys.argv[2]))
 after = resource.getrusage(resource.RUSAGE_SELF)

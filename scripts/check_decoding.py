@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from posenc.cells import layout  # noqa: E402
-from posenc.trainer_decode import DECODED_MARK  # noqa: E402
+from posenc.trainer.decode import DECODED_MARK  # noqa: E402
 
 PER_SENTENCE = re.compile(r"^[STHDP]-\d+\t")
 

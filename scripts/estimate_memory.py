@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Training memory of one cell, estimated on the CPU (``posenc.memory``, which the launcher also
+"""Training memory of one cell, estimated on the CPU (``posenc.trainer.memory``, which the launcher also
 asks how many cells fit on a GPU): parameters, optimizer state and the activations one batch keeps
 for its backward pass.
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from posenc.memory import main  # noqa: E402
+from posenc.trainer.memory import main  # noqa: E402
 
 if __name__ == "__main__":
     main()

@@ -8,7 +8,7 @@ One short training run of the IWSLT-size Transformer (``transformer_iwslt_de_en`
   sinusoidal  ``posenc_transformer_iwslt_de_en --encoder-pos sinusoidal --decoder-pos sinusoidal``
   rope        ``posenc_transformer_iwslt_de_en --encoder-pos rope --decoder-pos rope``
 
-All three train through ``python -m posenc.fairseq_train`` (fairseq-train, except that ``--bf16``
+All three train through ``python -m posenc.trainer.train`` (fairseq-train, except that ``--bf16``
 runs on the GPU rather than asking for a TPU; fairseq #4696), with ``--bf16``, one GPU, no
 validation and no checkpoints. Words/s is the median of fairseq's own ``wps`` over the
 ``train_inner`` records after the first (CUDA start-up and allocator warm-up); peak memory is
@@ -45,7 +45,7 @@ SMALL_FLAGS = ["--encoder-embed-dim", "64", "--encoder-ffn-embed-dim", "128", "-
 # Runs in a child per variant: fairseq's training, then the peak memory of that process.
 CHILD = """
 import json, sys
-import posenc.fairseq_train as entry
+import posenc.trainer.train as entry
 import torch
 from fairseq.distributed import utils as distributed_utils
 cfg = entry.parse(sys.argv[1:])

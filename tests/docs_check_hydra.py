@@ -94,7 +94,8 @@ def composed(overrides: tuple[str, ...]) -> str | None:
 def registry_kept():
     """The kinds' registry (and the kinds files loaded) as before: a page's kinds_module= is loaded
     for its check only, and no other test of this process sees its kinds."""
-    from posenc import kinds, kinds_file
+    from posenc import kinds
+    from posenc.kinds import file as kinds_file
     saved, loaded = dict(kinds._REGISTRY), dict(kinds_file._LOADED)
     try:
         yield

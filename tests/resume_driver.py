@@ -1,4 +1,4 @@
-"""``python tests/resume_driver.py STOP_AT SIGNAL ARGS...``: the cells' trainer (``posenc.fairseq_train``
+"""``python tests/resume_driver.py STOP_AT SIGNAL ARGS...``: the cells' trainer (``posenc.trainer.train``
 with fairseq-train's ``ARGS``), which sends itself ``SIGNAL`` (``TERM`` or ``KILL``) as soon as
 update ``STOP_AT`` ended, before anything that update would save: SIGTERM then takes the trainer's
 own save-and-stop path, SIGKILL kills it outright, as ``kill -9`` at that moment would (what
@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 
-import posenc.fairseq_train as entry
+import posenc.trainer.train as entry
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Decoding in the trainer's process (posenc.fairseq_decode) against stock fairseq-generate.
+"""Decoding in the trainer's process (posenc.trainer.fairseq_decode) against stock fairseq-generate.
 
 The harness decodes the test split in the training process once training ends; commands.sh keeps
 the stock fairseq-generate command line. Here, for a Transformer cell with beam 5 that also scores
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from posenc import trainer_decode as marks
 from posenc.cells import layout
 from posenc.harness.run.decoding import TrainerDecoding
-from posenc.trainer_decode import DECODED_MARK, DECODING_MARK, decoded_split, split_argv, write_plan
+from posenc.trainer import decode as marks
+from posenc.trainer.decode import DECODED_MARK, DECODING_MARK, decoded_split, split_argv, write_plan
 from project import BIN, REPO, child_env, posenc_run
 
 SMALL_DATA = ["data.generator.train=400", "data.generator.valid=40", "data.generator.test=60",
@@ -102,7 +102,7 @@ def test_a_run_never_reads_an_earlier_or_partial_log_as_its_own(tmp_path):
     generate = [sys.executable, "-m", "fairseq_cli.generate", "DATA", "--beam", "5"]
     decoding = TrainerDecoding(tmp_path, {"test": generate},
                                enabled=True)
-    argv = decoding.train_argv(["python", "-m", "posenc.fairseq_train", "DATA"])
+    argv = decoding.train_argv(["python", "-m", "posenc.trainer.train", "DATA"])
     assert not log.exists() and not (tmp_path / (log.name + ".part")).exists()
     train_args, plan = split_argv(argv[3:])
     assert train_args == ["DATA"] and json.loads(Path(plan).read_text()) == {
@@ -116,8 +116,8 @@ def test_a_run_never_reads_an_earlier_or_partial_log_as_its_own(tmp_path):
 
 def test_without_a_plan_the_trainer_gets_fairseqs_own_arguments(tmp_path):
     decoding = TrainerDecoding(tmp_path, {"test": ["python", "-m", "fairseq_cli.generate", "DATA"]}, enabled=False)
-    assert decoding.train_argv(["python", "-m", "posenc.fairseq_train", "DATA"]) == \
-        ["python", "-m", "posenc.fairseq_train", "DATA"]
+    assert decoding.train_argv(["python", "-m", "posenc.trainer.train", "DATA"]) == \
+        ["python", "-m", "posenc.trainer.train", "DATA"]
     assert split_argv(["DATA", "--seed", "1"]) == (["DATA", "--seed", "1"], None)
     assert decoded_split("posenc: decoded test_long 0.5") == ("test_long", 0.5)
     assert decoded_split("posenc: decoded") is None
@@ -136,7 +136,7 @@ def test_a_decoding_that_fails_in_the_trainer_says_so_in_one_line_and_leaves_not
     log = tmp_path / layout.generate_log("test")
     write_plan(tmp_path / "plan.json", {"test": ([sys.executable, "-m", "fairseq_cli.generate", str(tmp_path / "none"),
                                                   "--task", "translation", "--path", str(tmp_path / "none.pt")], log)})
-    code = "import sys; from posenc.fairseq_decode import decode; decode(sys.argv[1])"
+    code = "import sys; from posenc.trainer.fairseq_decode import decode; decode(sys.argv[1])"
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "plan.json")], capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

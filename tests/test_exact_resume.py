@@ -1,8 +1,8 @@
 """A cell interrupted and resumed ends exactly as an uninterrupted one: the same parameters and
-optimizer state, bit for bit, and the same hypotheses, byte for byte (``posenc.exact_resume``).
+optimizer state, bit for bit, and the same hypotheses, byte for byte (``posenc.trainer.exact_resume``).
 
 Each model trains once without a stop, and once stopped six times, each time through the cells'
-own trainer (``python -m posenc.fairseq_train``, driven by ``tests/resume_driver.py``, which sends
+own trainer (``python -m posenc.trainer.train``, driven by ``tests/resume_driver.py``, which sends
 the trainer a real signal after a chosen update): SIGTERM (its save-and-stop) and SIGKILL, each
 leaving the checkpoint to resume from inside epoch 1, at the end of epoch 1 and inside epoch 2 (a
 checkpoint every 2 updates, epochs of 3 updates). Each stop is followed by a rerun of the same
@@ -20,7 +20,7 @@ import torch
 
 from fairseq_tools import fairseq
 from posenc.harness.fairseq_logs import hypotheses_by_id
-from posenc.trainer_stop import EXACT_RESUME_MARK, STOPPED_EXIT
+from posenc.trainer.stop import EXACT_RESUME_MARK, STOPPED_EXIT
 
 DRIVER = Path(__file__).resolve().parent / "resume_driver.py"
 PLUGIN = Path(__file__).resolve().parents[1] / "posenc" / "fairseq_plugin"
@@ -116,7 +116,7 @@ def test_a_resumed_cell_equals_an_uninterrupted_one(reversal_corpus, tmp_path, m
 
 
 def test_the_fairseq_code_exact_resume_wraps_is_where_and_as_it_was():
-    """``posenc.exact_resume`` wraps three methods of fairseq-fixed 0.12.3.1's Trainer and relies on
+    """``posenc.trainer.exact_resume`` wraps three methods of fairseq-fixed 0.12.3.1's Trainer and relies on
     how fairseq builds and restores the training iterator: fail loudly here if a new fairseq moves them."""
     import inspect
 
@@ -124,7 +124,7 @@ def test_the_fairseq_code_exact_resume_wraps_is_where_and_as_it_was():
     from fairseq.tasks.fairseq_task import FairseqTask
     from fairseq.trainer import Trainer
 
-    from posenc import exact_resume
+    from posenc.trainer import exact_resume
 
     def stock(name):
         return exact_resume._STOCK.get(name, getattr(Trainer, name))

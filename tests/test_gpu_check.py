@@ -28,7 +28,7 @@ def test_without_cuda_it_stops_with_one_line():
 
 RESOLVE = """
 import json, sys
-import posenc.fairseq_train as entry
+import posenc.trainer.train as entry
 out = {}
 for name, argv in json.loads(sys.argv[1]).items():
     cfg = entry.parse(argv)

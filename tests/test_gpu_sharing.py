@@ -135,7 +135,7 @@ def test_auto_packs_as_many_as_memory_cores_and_workers_allow():
 
 
 def test_auto_decides_from_the_cells_memory_estimate_and_the_cores(monkeypatch):
-    """``decide`` asks the estimate of the sweep's own model (a child running posenc.memory) and the
+    """``decide`` asks the estimate of the sweep's own model (a child running posenc.trainer.memory) and the
     free memory of the GPUs it may use; the estimate is the one scripts/estimate_memory.py prints."""
     cfg = compose_cfg("experiment=table4", "precision=fp16", "hydra/launcher=joblib", "hydra.launcher.n_jobs=16")
     need = sharing.training_need_gib(cfg)
@@ -303,8 +303,8 @@ def _try_slot(lock_dir, per_gpu):
 
 FAKE_SKIP = """
 import signal, sys, time
-from posenc.trainer_stop import SAVE_AND_STOP, STOPPED_EXIT
-signal.signal(SAVE_AND_STOP, lambda *a: sys.exit(STOPPED_EXIT))  # as posenc.fairseq_train saves and stops
+from posenc.trainer.stop import SAVE_AND_STOP, STOPPED_EXIT
+signal.signal(SAVE_AND_STOP, lambda *a: sys.exit(STOPPED_EXIT))  # as posenc.trainer.train saves and stops
 print("2026-12-03 10:12:09 | WARNING | fairseq.trainer | OOM: Ran out of memory with exception: CUDA out of memory.")
 print("2026-12-03 10:12:09 | WARNING | fairseq.trainer | attempting to recover from OOM in forward/backward pass",
       flush=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from posenc.report.references import CONVS2S
-from posenc.trainer_decode import DECODE_FLAG
+from posenc.trainer.decode import DECODE_FLAG
 from project import REPO, posenc_run, summary_line
 
 BIN = Path(sys.executable).parent
@@ -90,7 +90,7 @@ def test_every_cell_translated_every_test_sentence(smoke_sweep):
         assert record["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
         assert 0 <= record["chrf"] <= 100 and "nw:2" in record["chrf_signature"]   # chrF++
         commands = (result.parent / "commands.sh").read_text()
-        assert "-m posenc.fairseq_train" in commands and "-m fairseq_cli.generate" in commands
+        assert "-m posenc.trainer.train" in commands and "-m fairseq_cli.generate" in commands
         assert json.loads((result.parent / "provenance.json").read_text())["packages"]["fairseq-fixed"] == "0.12.3.1"
 
 

@@ -26,7 +26,7 @@ from posenc.harness.hashing import cell_hashes
 from posenc.harness.run import resume
 from posenc.harness.run.failures import exit_reason, non_finite_loss
 from posenc.harness.sweep.summary import summarize
-from posenc.trainer_stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK
+from posenc.trainer.stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -155,7 +155,7 @@ def test_sigterm_interrupts_and_the_rerun_resumes(root):
     cell = root / "term"
     proc = start(*LONGER, f"hydra.run.dir={cell}", cwd=root, cache=root / "cache", name="term")
     wait_for(lambda: (cell / "checkpoints" / "checkpoint_last.pt").exists(), what="a checkpoint")
-    trainers = [pid for pid, cmd in processes_mentioning(str(cell)).items() if "posenc.fairseq_train" in cmd]
+    trainers = [pid for pid, cmd in processes_mentioning(str(cell)).items() if "posenc.trainer.train" in cmd]
     assert len(trainers) == 1
     # The environment fairseq got: the user's plus exactly the documented variables, as commands.sh exports.
     assert environ_of(trainers[0]) == {**user_env(root / "cache"), **ALWAYS}

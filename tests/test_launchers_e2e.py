@@ -142,6 +142,6 @@ def test_a_bf16_cell_trains_and_scores_through_the_bf16_entry(workspace):
     record = json.loads((root / "bf16" / "result.json").read_text())
     assert record["status"] == "ok" and record["test_sentences"] == 37 and record["valid_ppl"] > 1
     train_line, = [ln for ln in (root / "bf16" / "commands.sh").read_text().splitlines() if "--bf16" in ln]
-    assert f"{sys.executable} -m posenc.fairseq_train " in train_line and " --bf16" in train_line
+    assert f"{sys.executable} -m posenc.trainer.train " in train_line and " --bf16" in train_line
     log = (root / "bf16" / "train.log").read_text()
     assert "'bf16': True" in log and "'tpu': False" in log  # fairseq's own config dump

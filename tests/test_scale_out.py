@@ -48,7 +48,7 @@ def test_the_hydra_parent_imports_neither_torch_nor_fairseq_with_these_features(
 
 def test_fp32_is_fairseq_trains_main_through_the_entry_on_one_device():
     train, generate = commands()
-    assert train[:3] == [sys.executable, "-m", "posenc.fairseq_train"]  # stock main; SIGTERM saves and stops
+    assert train[:3] == [sys.executable, "-m", "posenc.trainer.train"]  # stock main; SIGTERM saves and stops
     assert "--fp16" not in train and "--bf16" not in train and "--cpu" not in train
     # fairseq's default world size is every visible GPU; a cell's batch must not depend on the machine.
     assert after(train, "--distributed-world-size") == "1"
@@ -57,14 +57,14 @@ def test_fp32_is_fairseq_trains_main_through_the_entry_on_one_device():
 
 def test_fp16_adds_fairseqs_flag_to_the_trainer():
     train, generate = commands("precision=fp16")
-    assert train[:3] == [sys.executable, "-m", "posenc.fairseq_train"] and train.count("--fp16") == 1
+    assert train[:3] == [sys.executable, "-m", "posenc.trainer.train"] and train.count("--fp16") == 1
     assert "--bf16" not in train
     assert "--fp16" not in generate  # generation runs in fp32
 
 
 def test_bf16_trains_through_the_entry_that_keeps_it_off_the_tpu():
     train, _ = commands("precision=bf16", "model=transformer_iwslt_de_en", "pe=rope")
-    assert train[:3] == [sys.executable, "-m", "posenc.fairseq_train"]
+    assert train[:3] == [sys.executable, "-m", "posenc.trainer.train"]
     assert train.count("--bf16") == 1 and "--tpu" not in train
     assert after(train, "--encoder-pos") == "rope" and after(train, "--distributed-world-size") == "1"
 
@@ -86,7 +86,7 @@ def test_gpus_0_is_the_cpu_in_training_and_generation():
 
 PARSE_BOTH_WAYS = """
 import json, sys
-import posenc.fairseq_train as entry  # first, as in the real entry: fairseq_cli.train sets up logging
+import posenc.trainer.train as entry  # first, as in the real entry: fairseq_cli.train sets up logging
 from fairseq import options
 argv = sys.argv[1:]
 stock = options.parse_args_and_arch(options.get_training_parser(), input_args=argv)

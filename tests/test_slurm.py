@@ -164,7 +164,7 @@ def trainers(sweep_dir) -> dict:
     """``{cell directory name: number of training processes}`` running now."""
     counts = {}
     for cmd in processes_mentioning(str(sweep_dir)).values():
-        if "posenc.fairseq_train" in cmd:
+        if "posenc.trainer.train" in cmd:
             cell = cmd.split(f"{sweep_dir}/", 1)[1].split("/", 1)[0]
             counts[cell] = counts.get(cell, 0) + 1
     return counts

@@ -34,7 +34,7 @@ INFER = """
 import json, os, sys
 import torch
 torch.cuda.device_count = lambda: 4
-import posenc.fairseq_train as entry  # fairseq_cli.train first, as in the real trainer
+import posenc.trainer.train as entry  # fairseq_cli.train first, as in the real trainer
 from fairseq.distributed import utils as distributed_utils
 base = dict(os.environ)
 out = []
@@ -110,9 +110,9 @@ def test_one_device_never_infers_anything(infer):
 
 
 def test_the_save_and_stop_hook_wraps_fairseqs_own_function():
-    """posenc.fairseq_train wraps fairseq_cli.train.validate_and_save; it must still be there, with
+    """posenc.trainer.train wraps fairseq_cli.train.validate_and_save; it must still be there, with
     the signature the training loop calls it with (fairseq-fixed 0.12.3.1)."""
-    code = ("import inspect, posenc.fairseq_train as e; from fairseq_cli import train; "
+    code = ("import inspect, posenc.trainer.train as e; from fairseq_cli import train; "
             "print(list(inspect.signature(e._STOCK_VALIDATE_AND_SAVE).parameters), "
             "'validate_and_save(' in inspect.getsource(train.train))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -2,7 +2,7 @@
 
 A string that names a module of ``posenc`` (``"posenc.x.y"`` or ``"posenc.x.y:function"``, the form
 a registration resolves later) may only name one in the room of the file that holds it. Rooms: the
-position kinds (``kinds.py``, ``kinds_file.py`` and ``encodings/``: the registry names its built-in
+position kinds (``kinds/`` and ``encodings/``: the registry names its built-in
 builders by string, so that its readers never import torch), each floor of the harness, each room
 of the analysis, and every other package or top-level module on its own."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 POSENC = Path(__file__).resolve().parents[1] / "posenc"
 MODULE = re.compile(r"^posenc(\.\w+)+(:\w+)?$")
-KINDS = {"kinds", "kinds_file", "encodings"}
+KINDS = {"kinds", "encodings"}
 SPLIT = {"harness", "analysis"}   # packages whose subpackages are rooms of their own
 
 
@@ -34,10 +34,10 @@ def named_modules(path: Path) -> list:
 # Named for a child process, never imported here: the program fairseq's training runs as (``python
 # -m``), the plugin's directory it gets as ``--user-dir``, the warm trainer that forks it, and the
 # memory estimate a sweep's start asks of a child (the harness never imports torch).
-CHILDREN = {("harness/config/commands.py", "posenc.fairseq_train"),
-            ("harness/run/warm.py", "posenc.warm_trainer"),
+CHILDREN = {("harness/config/commands.py", "posenc.trainer.train"),
+            ("harness/run/warm.py", "posenc.trainer.warm"),
             ("harness/config/commands.py", "posenc.fairseq_plugin"),
-            ("harness/launch/sharing.py", "posenc.memory")}
+            ("harness/launch/sharing.py", "posenc.trainer.memory")}
 
 
 def crossings(files, root: Path = POSENC) -> list:
@@ -85,7 +85,7 @@ def test_the_analysis_registers_a_rebuild_for_every_built_in_kind_it_rebuilds():
 
 # The calls that import a module named at run time, each with why (from the issue-41d branch's check).
 DYNAMIC_IMPORTS = {
-    "kinds.py": "resolve_callable: a registration's builder (or a user's rebuild) given as 'module:function'",
+    "kinds/__init__.py": "resolve_callable: a registration's builder (or a user's rebuild) given as 'module:function'",
     "encodings/__init__.py": "PEP 562: its own submodules, f'{__name__}.{home}'",
 }
 

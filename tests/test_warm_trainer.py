@@ -1,4 +1,4 @@
-"""The warm trainer (posenc/warm_trainer.py, posenc/harness/run/warm.py): a sweep's cells are forked
+"""The warm trainer (posenc/trainer/warm.py, posenc/harness/run/warm.py): a sweep's cells are forked
 by one process that imported torch and fairseq once, and each trains exactly as a fresh trainer
 process (``runtime.warm_trainer=false``) would, checkpoint and hypotheses byte for byte."""
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from posenc.harness.run import child, warm
-from posenc.warm_trainer import WARM_START_MARK
+from posenc.trainer.warm import WARM_START_MARK
 from project import child_env, posenc_run, summary_line
 
 BIN = Path(sys.executable).parent
@@ -78,7 +78,7 @@ def test_a_warm_cell_trains_and_decodes_as_a_fresh_trainer_byte_for_byte(warm_an
         for name in ("hypotheses.txt", "hypotheses.test_long.txt"):
             assert (warm_cell / name).read_bytes() == (cold_cell / name).read_bytes(), (placement, name)
         # commands.sh still holds the stock commands a user reruns by hand
-        assert "-m posenc.fairseq_train " in (warm_cell / "commands.sh").read_text()
+        assert "-m posenc.trainer.train " in (warm_cell / "commands.sh").read_text()
 
 
 def test_a_bad_warm_trainer_setting_is_refused_in_one_line(tmp_path):
@@ -89,7 +89,7 @@ def test_a_bad_warm_trainer_setting_is_refused_in_one_line(tmp_path):
 
 
 def test_a_forked_cell_shows_its_own_command_line_and_keeps_its_environment(tmp_path):
-    code = ("import posenc.warm_trainer as w; w.retitle(['python', '-m', 'posenc.fairseq_train', 'DATA']); "
+    code = ("import posenc.trainer.warm as w; w.retitle(['python', '-m', 'posenc.trainer.train', 'DATA']); "
             "import sys; open(sys.argv[1], 'wb').write(open('/proc/self/cmdline', 'rb').read().rstrip(b'\\0') "
             "+ b'|' + open('/proc/self/environ', 'rb').read())")
     env = {"PATH": os.environ["PATH"], "MARKER": "kept", **({"PYTHONPATH": os.environ["PYTHONPATH"]}
@@ -98,7 +98,7 @@ def test_a_forked_cell_shows_its_own_command_line_and_keeps_its_environment(tmp_
     subprocess.run([sys.executable, "-c", code, str(seen), " " * 200], env=env, timeout=120, check=True,
                    capture_output=True)
     cmdline, environ = seen.read_bytes().split(b"|", 1)
-    assert cmdline == b"python\0-m\0posenc.fairseq_train\0DATA"
+    assert cmdline == b"python\0-m\0posenc.trainer.train\0DATA"
     assert b"MARKER=kept\0" in environ
 
 
@@ -122,7 +122,7 @@ def test_killing_posenc_run_alone_takes_the_warm_trainer_and_its_cell_with_it(tm
     try:
         trainer = wait_for_trainer(cell)
         keeper = parent_of(trainer)
-        assert "posenc.warm_trainer" in cmdline(keeper) and parent_of(keeper) == proc.pid
+        assert "posenc.trainer.warm" in cmdline(keeper) and parent_of(keeper) == proc.pid
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         deadline = time.monotonic() + 30
@@ -138,7 +138,7 @@ def wait_for_trainer(cell: Path, timeout: float = 300) -> int:
     while time.monotonic() < deadline:
         for proc in Path("/proc").glob("[0-9]*"):
             text = cmdline(int(proc.name))
-            if "posenc.fairseq_train" in text and str(cell) in text:
+            if "posenc.trainer.train" in text and str(cell) in text:
                 return int(proc.name)
         time.sleep(0.2)
     raise AssertionError(f"no trainer of {cell} appeared")

@@ -20,8 +20,8 @@ from posenc.analysis.measure.bases import DEFAULT_BASES as BASES
 from posenc.cells.record import OK
 from posenc.encodings.defaults import SINUSOID_BASE
 from posenc.encodings.sinusoidal import SINUSOID_VARIANTS
-from posenc.kinds_file import ENV as KINDS_ENV
-from posenc.kinds_file import KindsFileError, load_kinds_file
+from posenc.kinds.file import ENV as KINDS_ENV
+from posenc.kinds.file import KindsFileError, load_kinds_file
 
 DEFAULT_BASES = ",".join(f"{base:.0f}" for base in BASES)  # --bases as typed: 10,100,...,1000000
 

@@ -24,8 +24,9 @@ NOT_OUTCOME = {
     "runtime.omp_wait_policy": "(as runtime)",
     "runtime.cells_per_gpu": "(as runtime): how many cells share a GPU side by side",
     "redo": "run a finished cell again (all, or those resumed inexactly): the same configuration",
-    "budget.step_timeout_min": "the hard safety limit of one step: a step it stops fails and a rerun resumes it, "
-                               "exactly (posenc.exact_resume), so the scores are those of an uninterrupted cell",
+    "budget.step_timeout_min": "the hard safety limit of one step: a step it stops fails and a rerun "
+                               "resumes it, exactly (posenc.trainer.exact_resume), so the scores are those of an "
+                               "uninterrupted cell",
 }
 
 # Key -> why it changes how a trained model is scored or labelled but not what training produces:

@@ -103,7 +103,8 @@ class Record:
     device: str = None
     train_wall_s: float = None
     resumed_from_update: int = 0
-    resume_exact: bool = None  # every resume restored all a cell draws from (posenc.exact_resume); None: never resumed
+    # every resume restored all a cell draws from (posenc.trainer.exact_resume); None: never resumed
+    resume_exact: bool = None
     # the cell
     job_dir: str = ""
     config_hash: str = None

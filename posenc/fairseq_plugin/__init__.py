@@ -6,7 +6,7 @@ absolute names only, so Python runs them once whichever way (or both ways) the p
 and fairseq never sees a duplicate registration.
 """
 
-from posenc.kinds_file import load_from_environment
+from posenc.kinds.file import load_from_environment
 
 # A user's own kinds file (posenc-run's kinds_module=, or POSENC_KINDS_MODULE by hand), registered
 # before fairseq builds its parser, so --encoder-pos / --decoder-pos take its kinds.

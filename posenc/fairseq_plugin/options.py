@@ -6,7 +6,7 @@ import argparse
 from fairseq.models import ARCH_CONFIG_REGISTRY, register_model_architecture
 
 from posenc.kinds import family_options, kind_names, option_default, option_parser, recorded_before
-from posenc.kinds_file import ENV as KINDS_ENV
+from posenc.kinds.file import ENV as KINDS_ENV
 
 
 def _checked(name: str, parse):

@@ -4,7 +4,7 @@ import json
 import re
 
 from posenc.cells.record import TIME_CAP
-from posenc.trainer_stop import EXACT_RESUME_MARK
+from posenc.trainer.stop import EXACT_RESUME_MARK
 
 _RECORD = re.compile(r"\| (train|valid|train_inner) \| (\{.*\})\s*$")
 

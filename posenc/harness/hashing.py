@@ -29,7 +29,7 @@ from omegaconf import OmegaConf
 
 from posenc.cells.keys import NOT_OUTCOME, NOT_TRAINING, NULL_IS_ABSENT
 from posenc.kinds import kind_revisions, side_kinds
-from posenc.kinds_file import content_digest
+from posenc.kinds.file import content_digest
 
 
 def config_hash(cfg, ignore=(), kinds_sha256: str = None) -> str:

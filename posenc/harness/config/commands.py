@@ -11,12 +11,12 @@ PLUGIN_DIR = Path(importlib.util.find_spec("posenc.fairseq_plugin").submodule_se
 
 
 # The stock trainer, except that --bf16 trains on the GPU instead of asking for a TPU and that SIGTERM saves
-# a checkpoint at once and stops (see posenc/fairseq_train.py).
-TRAINER = ("-m", "posenc.fairseq_train")
+# a checkpoint at once and stops (see posenc/trainer/train.py).
+TRAINER = ("-m", "posenc.trainer.train")
 
 
 def train_program() -> list:
-    """The program part of the training command: fairseq-train's ``main``, through ``posenc.fairseq_train``."""
+    """The program part of the training command: fairseq-train's ``main``, through ``posenc.trainer.train``."""
     return [sys.executable, *TRAINER]
 
 

@@ -66,7 +66,7 @@ def cells_per_gpu(value):
 def warm_trainer(value) -> bool:
     """``runtime.warm_trainer``: true (the trainer of each cell is forked by a warm trainer that has
     imported torch and fairseq once for its slot, ``posenc.harness.run.warm``) or false (a fresh
-    ``python -m posenc.fairseq_train`` per cell). Either trains the same cell byte for byte."""
+    ``python -m posenc.trainer.train`` per cell). Either trains the same cell byte for byte."""
     if isinstance(value, bool):
         return value
     raise ConfigError(f"runtime.warm_trainer={value!r} is not allowed; allowed: true (the trainer's start paid "

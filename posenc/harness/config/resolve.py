@@ -28,7 +28,7 @@ from posenc.harness.config.spec import CellSpec, cell_spec, check_possible
 from posenc.harness.errors import ConfigError
 from posenc.harness.hashing import Hashes, cell_hashes
 from posenc.kinds import grid_skip_reason
-from posenc.kinds_file import ENV as KINDS_ENV
+from posenc.kinds.file import ENV as KINDS_ENV
 
 REDO_INEXACT = "inexact"  # redo=inexact: retrain from scratch the cells resumed inexactly (issue 48), keep the rest
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from posenc.harness.errors import ConfigError
 from posenc.kinds import FAMILIES, PLACEMENTS, family_pe_kinds, pe_kinds, side_kinds
-from posenc.kinds_file import KindsFile, KindsFileError, load_kinds_file
+from posenc.kinds.file import KindsFile, KindsFileError, load_kinds_file
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 starts, said in one line, and kept in ``<sweep>/.gpu-slots/share.json`` for its cells to read, so that
 every cell of one launch takes the same share.
 
-``auto`` packs as many cells on a GPU as fit: the cell's training memory (``posenc.memory``'s
+``auto`` packs as many cells on a GPU as fit: the cell's training memory (``posenc.trainer.memory``'s
 estimate, asked of a child as the harness never imports torch, plus ``CONTEXT_GIB`` for the CUDA
 context and the allocator's slack of each process) into ``FREE_FRACTION`` of the free memory of the
 GPU that has least (``torch.cuda.mem_get_info``, ``posenc.harness.machine``), at most the cores
@@ -63,12 +63,13 @@ def fit_share(need_gib: float, free_gib: list, cores: int, gpus: int, workers: i
 
 
 def training_need_gib(cfg) -> float:
-    """GiB one cell of ``cfg`` needs on a GPU: ``posenc.memory``'s estimate (in a child) + ``CONTEXT_GIB``.
+    """GiB one cell of ``cfg`` needs on a GPU: ``posenc.trainer.memory``'s estimate (in a child) + ``CONTEXT_GIB``.
     The vocabulary is the corpus's subword size (BPE merges or a sentencepiece vocabulary: about its
     dictionary's size at WMT's scale, above it for a small corpus such as the synthetic one)."""
     model_args = OmegaConf.to_container(cfg.model.args, resolve=True) or {}
     vocab = int(OmegaConf.select(cfg, "data.subword_size", default=None) or DEFAULT_VOCAB)
-    argv = [sys.executable, "-m", "posenc.memory", "--json", "--arch", str(cfg.model.arch), "--vocab", str(vocab),
+    argv = [sys.executable, "-m", "posenc.trainer.memory", "--json", "--arch", str(cfg.model.arch),
+            "--vocab", str(vocab),
             "--max-tokens", str(cfg.budget.max_tokens),
             "--optimizer", str(OmegaConf.select(cfg, "optim.args.optimizer", default="adam")), *flags(model_args)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)

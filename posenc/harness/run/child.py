@@ -14,8 +14,8 @@ import threading
 
 from posenc.harness.fairseq_logs import save_began, save_ended
 from posenc.harness.run.signals import HANDLED
-from posenc.parent_death import die_with_parent
-from posenc.trainer_stop import IGNORED, SAVE_AND_STOP
+from posenc.trainer.parent_death import die_with_parent
+from posenc.trainer.stop import IGNORED, SAVE_AND_STOP
 
 SAVE_GRACE_S = 120   # longest wait for a begun checkpoint save (a GPU-sized one takes seconds)
 TERM_GRACE_S = 30    # from SIGTERM to SIGKILL
@@ -74,7 +74,7 @@ class GracefulStop:
             self._later(SAVE_GRACE_S, self._terminate)
 
     def _terminate(self) -> None:
-        kill_group(self.proc, SAVE_AND_STOP)  # the trainer saves at once and stops (posenc.trainer_stop)
+        kill_group(self.proc, SAVE_AND_STOP)  # the trainer saves at once and stops (posenc.trainer.stop)
         self._later(TERM_GRACE_S, kill_group, self.proc)
 
     def _later(self, seconds, fn, *args) -> None:

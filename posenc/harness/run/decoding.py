@@ -1,4 +1,4 @@
-"""Decoding in the trainer's process (``posenc.trainer_decode``), seen from the harness: the plan
+"""Decoding in the trainer's process (``posenc.trainer.decode``), seen from the harness: the plan
 it hands the trainer, and what the trainer's output says it decoded.
 
 A split counts as decoded in the trainer only when this training run said so (``DECODED_MARK``)
@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from posenc.cells import layout
-from posenc.trainer_decode import DECODE_FLAG, DECODING_MARK, FAILED_MARK, decoded_split, write_plan
+from posenc.trainer.decode import DECODE_FLAG, DECODING_MARK, FAILED_MARK, decoded_split, write_plan
 
 
 class TrainerDecoding:

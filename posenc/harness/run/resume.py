@@ -10,7 +10,7 @@ configuration the checkpoints belong to and, once training ended, its summary. A
   when there is nothing intact to resume from; on ``redo=inexact`` when its training was, or would
   be, resumed inexactly (``inexact_training``).
 
-A resume is exact (``posenc.exact_resume``, in the trainer) when its checkpoint holds the random
+A resume is exact (``posenc.trainer.exact_resume``, in the trainer) when its checkpoint holds the random
 states; ``state.json``'s ``exact_resume`` says that the checkpoints were written by a trainer that
 saves them.
 
@@ -30,7 +30,7 @@ from posenc.atomic import copy_atomic, write_json_atomic
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, LAST, RESULT_FILE, STATE_FILE, TRAIN_LOG
 from posenc.cells.record import Record, inexact_resume
 from posenc.harness.fairseq_logs import NEW_RUN, resume_exact, training_fields
-from posenc.trainer_stop import STOPPED_MARK
+from posenc.trainer.stop import STOPPED_MARK
 
 _INTERVAL = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
 

@@ -1,4 +1,4 @@
-"""The harness's side of a warm trainer (``posenc.warm_trainer``): a cell's start paid once per slot.
+"""The harness's side of a warm trainer (``posenc.trainer.warm``): a cell's start paid once per slot.
 
 A harness process (posenc-run, or a joblib worker that runs cell after cell) keeps one warm trainer
 for the environment its cells train in; a cell whose environment differs (another GPU, another
@@ -23,7 +23,7 @@ from posenc.harness.run import child
 
 READY_TIMEOUT_S = 300   # its imports take seconds; a machine under load may take a minute
 MAX_MESSAGE = 1 << 20
-PROGRAM = ("-m", "posenc.warm_trainer")
+PROGRAM = ("-m", "posenc.trainer.warm")
 TITLE_ROOM = 16384  # bytes of command line (an argument of spaces) where a forked cell shows its own
 
 
@@ -47,7 +47,7 @@ class WarmChild:
 
 
 class WarmTrainer:
-    """One ``posenc.warm_trainer`` process, started with ``env``; serves one cell at a time."""
+    """One ``posenc.trainer.warm`` process, started with ``env``; serves one cell at a time."""
 
     def __init__(self, env: dict):
         self.env = env
@@ -69,7 +69,7 @@ class WarmTrainer:
         self.sock.settimeout(None)
 
     def start(self, argv: list, env: dict, cwd: str = None) -> WarmChild:
-        """Fork the cell's trainer (``argv``: the cell's ``python -m posenc.fairseq_train ...``)."""
+        """Fork the cell's trainer (``argv``: the cell's ``python -m posenc.trainer.train ...``)."""
         read_end, write_end = os.pipe()
         try:
             try:
@@ -154,7 +154,7 @@ SLOT = _Slot()
 
 
 def warmable(argv: list) -> bool:
-    """Whether ``argv`` is the cell's trainer (``posenc.fairseq_train``), which a warm trainer can run."""
+    """Whether ``argv`` is the cell's trainer (``posenc.trainer.train``), which a warm trainer can run."""
     return list(argv[:len(train_program())]) == train_program()
 
 

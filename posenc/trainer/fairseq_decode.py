@@ -1,4 +1,4 @@
-"""fairseq-generate inside the trainer's process, once training ends (``posenc.trainer_decode``
+"""fairseq-generate inside the trainer's process, once training ends (``posenc.trainer.decode``
 says why and what the harness hands over).
 
 Each split runs stock ``fairseq_cli.generate.cli_main`` on the cell's own generate command line:
@@ -26,8 +26,8 @@ from pathlib import Path
 import torch
 from fairseq_cli import generate
 
-from posenc.trainer_decode import DECODED_MARK, DECODING_MARK, FAILED_MARK, plan_entries, read_plan
-from posenc.trainer_stop import SAVE_AND_STOP
+from posenc.trainer.decode import DECODED_MARK, DECODING_MARK, FAILED_MARK, plan_entries, read_plan
+from posenc.trainer.stop import SAVE_AND_STOP
 
 # fairseq_cli.generate's own log format (its logging.basicConfig), for the lines it logs.
 _FORMAT = logging.Formatter("%(asctime)s | %(levelname)s | %(name)s | %(message)s", datefmt="%Y-%m-%d %H:%M:%S")

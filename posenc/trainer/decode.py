@@ -1,6 +1,6 @@
 """How the harness asks the trainer to decode the test split(s) once training ends, in the same
-process, and how the trainer says what it did: shared by the trainer entry (``posenc.fairseq_train``
-and ``posenc.fairseq_decode``, inside fairseq's process) and the harness, which never imports fairseq.
+process, and how the trainer says what it did: shared by the trainer entry (``posenc.trainer.train``
+and ``posenc.trainer.fairseq_decode``, inside fairseq's process) and the harness, which never imports fairseq.
 
 A cell's start is paid once: fairseq-generate as a child of its own imports torch and fairseq and
 loads the task again (seconds per cell, most of a small cell's fixed cost). With ``DECODE_FLAG

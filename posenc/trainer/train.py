@@ -1,6 +1,6 @@
-"""``python -m posenc.fairseq_train ARGS``: fairseq-train, except that ``--bf16``
+"""``python -m posenc.trainer.train ARGS``: fairseq-train, except that ``--bf16``
 trains in bfloat16 on the GPU instead of asking for a TPU, and that SIGTERM saves a checkpoint at
-once and stops (``posenc.trainer_stop``) instead of killing the process.
+once and stops (``posenc.trainer.stop``) instead of killing the process.
 
 fairseq's option post-processing turns every ``--bf16`` into ``--tpu`` (``fairseq/options.py``;
 fairseq issue #4696), so stock ``fairseq-train --bf16`` on a CUDA machine looks for torch_xla and
@@ -19,14 +19,14 @@ at an update where fairseq validates and saves anyway, lets it do so: the resume
 checkpoint is then the uninterrupted one's) and tells the loop to stop; with several GPUs the ranks
 agree (an all-reduce of the request) so that all stop after the same update.
 
-Exact resume: ``posenc.exact_resume`` makes a resumed run train on as the uninterrupted one would.
+Exact resume: ``posenc.trainer.exact_resume`` makes a resumed run train on as the uninterrupted one would.
 """
 
 import signal  # isort: skip
 import sys  # isort: skip
 
-from posenc.trainer_decode import split_argv  # isort: skip
-from posenc.trainer_stop import IGNORED, SAVE_AND_STOP, STOPPED_EXIT, STOPPED_MARK  # isort: skip
+from posenc.trainer.decode import split_argv  # isort: skip
+from posenc.trainer.stop import IGNORED, SAVE_AND_STOP, STOPPED_EXIT, STOPPED_MARK  # isort: skip
 
 _STOP = {"asked": False, "saved_at": None}
 
@@ -53,7 +53,7 @@ from fairseq import checkpoint_utils, options  # noqa: E402
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf  # noqa: E402
 from fairseq.distributed import utils as distributed_utils  # noqa: E402
 
-from posenc import exact_resume  # noqa: E402
+from posenc.trainer import exact_resume  # noqa: E402
 
 _STOCK_VALIDATE_AND_SAVE = train.validate_and_save
 
@@ -108,12 +108,12 @@ def train_main(cfg, **kwargs) -> None:
 
 def main(argv=None) -> None:
     train.validate_and_save = validate_and_save
-    argv, decode_plan = split_argv(sys.argv[1:] if argv is None else argv)  # posenc.trainer_decode
+    argv, decode_plan = split_argv(sys.argv[1:] if argv is None else argv)  # posenc.trainer.decode
     distributed_utils.call_main(parse(argv), train_main)
     if _STOP["asked"]:
         sys.exit(STOPPED_EXIT)
-    if decode_plan:  # the start is paid once: the test split(s) decoded here (posenc.fairseq_decode)
-        from posenc.fairseq_decode import decode
+    if decode_plan:  # the start is paid once: the test split(s) decoded here (posenc.trainer.fairseq_decode)
+        from posenc.trainer.fairseq_decode import decode
         decode(decode_plan)
 
 

@@ -1,5 +1,5 @@
 """How the harness asks fairseq-train to save a checkpoint at once and stop, and how the trainer
-says it did: shared by the trainer entry (``posenc.fairseq_train``, inside fairseq's process) and
+says it did: shared by the trainer entry (``posenc.trainer.train``, inside fairseq's process) and
 the harness (``posenc.harness``), which never imports fairseq itself.
 
 - ``SAVE_AND_STOP`` (SIGTERM) to the trainer: it finishes the update it is in, saves
@@ -10,7 +10,7 @@ the harness (``posenc.harness``), which never imports fairseq itself.
 - SIGUSR2 is ignored by the trainer: SLURM's warning of a time limit (submitit's ``--signal=USR2``)
   goes to every process of the job, and USR2's default action would kill fairseq outright; the
   harness turns it into a save-and-stop instead.
-- ``EXACT_RESUME_MARK`` / ``INEXACT_RESUME_MARK``: printed by the trainer (``posenc.exact_resume``)
+- ``EXACT_RESUME_MARK`` / ``INEXACT_RESUME_MARK``: printed by the trainer (``posenc.trainer.exact_resume``)
   after it restored a checkpoint, with its update count; the harness reads them into the record's
   ``resume_exact``.
 """

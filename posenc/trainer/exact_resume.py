@@ -12,7 +12,7 @@ model's state dict: ``posenc.encodings.shifted``). numpy's and Python's global g
 saved too, so that whatever draws from them (a user's kind) draws on as it would have.
 
 Three methods of fairseq's ``Trainer`` are wrapped, here alone, by ``install()`` in the trainer's
-process (``posenc.fairseq_train``); ``tests/test_exact_resume.py`` fails loudly if they move:
+process (``posenc.trainer.train``); ``tests/test_exact_resume.py`` fails loudly if they move:
 
 - ``get_train_iterator``: the batches of epoch 1 whatever epoch the iterator is created for, unless
   fairseq rebuilds them every epoch anyway (sharded data, a disabled iterator cache): then the
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from fairseq.trainer import Trainer
 
-from posenc.trainer_stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK
+from posenc.trainer.stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK
 
 RESUME_KEY = "posenc_resume"
 VERSION = 1

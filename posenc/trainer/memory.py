@@ -10,7 +10,7 @@ counted from the parameters: fp32 training keeps weights + gradients + the optim
 the fp32 master weights. The GPU also holds the CUDA context, cuDNN workspaces and the caching
 allocator's slack (typically 1-2 GiB more); this gives the lower bound, not the last byte.
 
-``scripts/estimate_memory.py`` prints it; the launcher asks it (``python -m posenc.memory --json``,
+``scripts/estimate_memory.py`` prints it; the launcher asks it (``python -m posenc.trainer.memory --json``,
 a child: the harness's own process never imports torch) how many cells fit on a GPU.
 """
 

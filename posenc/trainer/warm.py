@@ -1,12 +1,12 @@
-"""``python -m posenc.warm_trainer FD``: a warm trainer, the fairseq-train of a slot of a sweep whose
+"""``python -m posenc.trainer.warm FD``: a warm trainer, the fairseq-train of a slot of a sweep whose
 imports (torch, fairseq, the trainer entry and its decoding) are paid once, not once per cell.
 
-It imports everything ``python -m posenc.fairseq_train`` imports before it reads its arguments, then
+It imports everything ``python -m posenc.trainer.train`` imports before it reads its arguments, then
 serves cells one at a time over the socket ``FD`` (``posenc.harness.run.warm`` is the harness's side):
-for each, it forks a process that runs ``posenc.fairseq_train.main`` on the cell's arguments, in the
+for each, it forks a process that runs ``posenc.trainer.train.main`` on the cell's arguments, in the
 cell's working directory and environment, with its output on the pipe the harness reads. It never
 trains itself, so every cell starts from the same state: the one a fresh ``python -m
-posenc.fairseq_train`` reaches before it parses its arguments (tests/test_warm_trainer.py compares
+posenc.trainer.train`` reaches before it parses its arguments (tests/test_warm_trainer.py compares
 the two, checkpoints and hypotheses, byte for byte). The harness starts a warm trainer only with the
 cell's exact environment, since torch reads some variables (``OMP_NUM_THREADS``) at import.
 
@@ -22,22 +22,22 @@ the cell has its own session, then ``{"returncode"}`` (``subprocess``'s conventi
 import signal  # isort: skip
 import sys  # isort: skip
 
-from posenc.trainer_stop import IGNORED  # isort: skip
+from posenc.trainer.stop import IGNORED  # isort: skip
 
 if __name__ == "__main__":  # SLURM's time-limit warning must not kill this process while it imports
     for _signum in IGNORED:
         signal.signal(_signum, signal.SIG_IGN)
 
 # What a cold trainer imports before it parses its arguments; fairseq_train first (fairseq's log format).
-import posenc.fairseq_train as entry  # noqa: E402  isort: skip
+import posenc.trainer.train as entry  # noqa: E402  isort: skip
 import ctypes  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import socket  # noqa: E402
 import traceback  # noqa: E402
 
-import posenc.fairseq_decode  # noqa: E402, F401  (the decoding in the trainer, imported once too)
-from posenc.parent_death import die_with_parent  # noqa: E402
+import posenc.trainer.fairseq_decode  # noqa: E402, F401  (the decoding in the trainer, imported once too)
+from posenc.trainer.parent_death import die_with_parent  # noqa: E402
 
 IDLE_S = 900          # a warm trainer nobody has asked for a cell this long leaves
 MAX_MESSAGE = 1 << 20
@@ -46,7 +46,7 @@ WARM_START_MARK = "posenc: warm start: this trainer was forked by the warm train
 
 def retitle(words: list) -> None:
     """Show ``words`` as this process's command line (``ps``, ``/proc/PID/cmdline``): a cell's
-    trainer then reads as the ``python -m posenc.fairseq_train ...`` it stands for. It writes only
+    trainer then reads as the ``python -m posenc.trainer.train ...`` it stands for. It writes only
     inside the argument area the process started with (the harness reserves room: ``TITLE_ROOM``
     of ``posenc.harness.run.warm``), so ``/proc/PID/environ``
     stays the environment it started with; too long a title is cut. Linux only; elsewhere nothing."""
@@ -95,7 +95,7 @@ def serve(sock) -> None:
 
 def run_cell(request: dict, out_fd: int, started_w: int, sock, warm: int) -> None:
     """The cell's process (``warm``: the warm trainer's pid, its parent): what ``python -m
-    posenc.fairseq_train ARGV`` does after its imports."""
+    posenc.trainer.train ARGV`` does after its imports."""
     code = 1
     try:
         sock.close()
