@@ -45,8 +45,9 @@ lint: setup
 # The main job. Finished cells are kept: a rerun resumes the sweep, or just prints its table.
 # (The sweep ends with its compact table, then the path of results/table4/table.md, which keeps every
 # table and note; posenc-table results/table4 prints them all.)
-# Two cells at a time (Hydra's joblib launcher, one thread each): 3 min 57 s against 6 min 45 s one
-# cell at a time with two threads on this 2-core machine, same scores (results/benchmarks.md).
+# Two cells at a time (Hydra's joblib launcher, one thread each), which beat one cell at a time with
+# two threads on a 2-core machine; the main job took 2 min 48 s there (results/benchmarks.md, "A cell's
+# start paid once per slot").
 # TABLE4_ARGS replaces these overrides, e.g. make table4 TABLE4_ARGS= (one cell at a time).
 TABLE4_ARGS ?= hydra/launcher=joblib hydra.launcher.n_jobs=2
 table4: setup

@@ -3,7 +3,7 @@
 ``halftable``: a learned position table whose rows are added to the token embeddings at half
 strength. The file imports ``posenc.kinds`` and torch only, never fairseq or the plugin: posenc-run
 runs it to check ``pe=`` and fairseq's children run it again (``POSENC_KINDS_MODULE``) before they
-build their models. docs/harness.md ("Your own kind") and docs/plugin.md ("Adding a position kind")
+build their models. docs/configs.md ("Your own kind") and docs/plugin.md ("Adding a position kind")
 say what a registration holds; its ``checkpoint`` tells posenc-pe to read the table.
 """
 

@@ -45,7 +45,7 @@ NOT_MEASURED_HERE = {
     ("docs/clusters.md", "180 s"): "signal_delay_s, the slurm preset's default (conf/hydra/launcher/slurm.yaml)",
     ("docs/clusters.md", "5 s"): "how often the project's SLURM submitter polls squeue (its code)",
     ("docs/clusters.md", "121 s"): "SLURM's own hold on a requeued job (its BeginTime; tests/test_slurm.py lifts it)",
-    ("docs/harness.md", "5 minutes"): "the margin the harness adds to a training time limit (its code)",
+    ("docs/configs.md", "5 minutes"): "the margin the harness adds to a training time limit (its code)",
 }
 
 

@@ -79,3 +79,13 @@ def test_argparse_errors_are_one_line(capsys):
     assert rc == 2 and len(err.splitlines()) == 1 and "invalid int value" in err
     rc, _, err = run_cli([], capsys)
     assert rc == 2 and len(err.splitlines()) == 1
+
+
+def test_help_says_whose_exercises_it_works_through(capsys):
+    """"Exercises 3.1-3.3" alone names nothing a reader has: the help says they are the seed note's
+    and what each one is."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exercises 3.1-3.3 of the note on position embeddings that posenc grew from" in text
+    assert all(part in text for part in ("3.1 relative positions", "3.2 the values", "3.3 the scale"))

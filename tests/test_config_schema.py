@@ -1,10 +1,11 @@
 """The root config's and the data presets' defaults have one home each: the structured configs in
 Hydra's ConfigStore (``posenc_schema``: ``posenc.harness.config.schema.RootSchema``;
-``data/posenc_data_schema``: ``posenc.corpora.config.DataSchema``). The YAML says no default again,
+``posenc_data_schema``: ``posenc.corpora.config.DataSchema``). The YAML says no default again,
 the code's fallbacks read the dataclasses, and a data preset of the user's own that does not list
 the schema still composes and parses."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from omegaconf import OmegaConf, open_dict
 from posenc.corpora.config import DataSchema, data_defaults, parse
 from posenc.harness.config.resolve import resolve_cell
 from posenc.harness.config.schema import RootSchema, root_defaults
-from project import CONF, REPO, cell_of, compose_cfg
+from project import CONF, REPO, cell_of, compose_cfg, posenc_run
 
 pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")  # the config is composed here
 
@@ -27,9 +28,9 @@ def test_the_schemas_are_in_hydras_config_store():
     compose_cfg(hydra=False)
     repo = ConfigStore.instance().repo
     assert repo["posenc_schema.yaml"].provider == "posenc"
-    assert repo["data"]["posenc_data_schema.yaml"].provider == "posenc"
+    assert repo["posenc_data_schema.yaml"].provider == "posenc"
     assert OmegaConf.to_container(repo["posenc_schema.yaml"].node) == root_defaults()
-    stored = OmegaConf.to_container(repo["data"]["posenc_data_schema.yaml"].node)
+    stored = OmegaConf.to_container(repo["posenc_data_schema.yaml"].node)
     assert {k: v for k, v in stored.items() if v != "???"} == data_defaults()
 
 
@@ -51,7 +52,7 @@ def test_a_data_preset_states_only_what_its_recipe_sets_otherwise(preset):
     """Each packaged data preset lists the schema; a shared key it leaves out composes to the
     schema's default, and a shared key it sets is one whose value differs from the default."""
     raw = OmegaConf.to_container(OmegaConf.load(CONF / "data" / f"{preset}.yaml"))
-    assert raw.pop("defaults") == ["posenc_data_schema", "_self_"]
+    assert raw.pop("defaults") == ["/posenc_data_schema", "_self_"]
     defaults = data_defaults()
     repeated = [key for key, value in raw.items() if key in defaults and (
         value == defaults[key] or (isinstance(value, dict) and any(v == defaults[key][k] for k, v in value.items())))]
@@ -145,7 +146,7 @@ WITHOUT_SCHEMA = "name: mine\nrecipe: synthetic\nsrc: en\ntgt: vf\ngenerator: {t
 
 @pytest.mark.parametrize("text", [
     WITHOUT_SCHEMA,                                                  # written from scratch, no defaults list
-    "defaults:\n  - posenc_data_schema\n  - _self_\n" + WITHOUT_SCHEMA,   # listing the schema
+    "defaults:\n  - /posenc_data_schema\n  - _self_\n" + WITHOUT_SCHEMA,   # listing the schema
     "defaults:\n  - synthetic\n  - _self_\nname: mine\ngenerator: {train: 300, valid: 30, test: 30}\n",  # the docs'
 ], ids=["without_schema", "with_schema", "from_synthetic"])
 def test_a_users_data_preset_composes_and_parses(tmp_path, text):
@@ -163,3 +164,21 @@ def test_a_users_data_preset_composes_and_parses(tmp_path, text):
     if text == WITHOUT_SCHEMA:   # Hydra merged nothing into it: the config is the user's as written
         assert "workers" not in cfg.data
     cell_of(resolve_cell(cfg))
+
+
+@pytest.mark.parametrize("flag", ["--help", "--hydra-help"])
+def test_help_offers_no_schema_as_a_choice(tmp_path, flag):
+    """The schemas are the presets' defaults, not presets: no group's list of choices in
+    ``posenc-run --help`` (the app's groups) or ``--hydra-help`` (hydra/launcher, hydra/sweeper) names
+    one, while the presets that list them are still offered."""
+    proc = posenc_run(flag, cwd=tmp_path, cache=tmp_path / "cache", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    choices = {line.split(":", 1)[0]: line.split(":", 1)[1].replace(",", " ").split()
+               for line in proc.stdout.splitlines() if re.match(r"^[\w/]+: \w", line)}
+    offered = [f"{group}={name}" for group, names in choices.items() for name in names
+               if "schema" in name or (name.startswith("posenc_") and name.endswith("_base"))]
+    assert not offered, f"posenc-run {flag} offers schema nodes as choices: {offered}"
+    expected = {"--help": ("data", "synthetic"), "--hydra-help": ("hydra/launcher", "slurm")}[flag]
+    assert expected[1] in choices[expected[0]], proc.stdout
+    if flag == "--hydra-help":
+        assert {"posenc_seeds", "posenc_tune"} <= set(choices["hydra/sweeper"]), proc.stdout

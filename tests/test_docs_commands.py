@@ -111,7 +111,7 @@ def test_fairseq_lines_parse_with_fairseqs_own_parser(tmp_path):
 
 
 def test_a_users_config_dir_composes_with_its_presets(tmp_path):
-    """``--config-dir DIR`` adds the user's presets (docs/harness.md, "Your own presets") as
+    """``--config-dir DIR`` adds the user's presets (docs/own-data.md, "Your own presets") as
     ``hydra.searchpath`` does: the worked example's presets compose, a missing one or directory is named."""
     page = tmp_path / "presets.md"
     page.write_text("```bash\n"

@@ -11,7 +11,7 @@ from docs_markdown import REPO
 from posenc.report.buckets import CORPUS_EDGES, REAL_EDGES
 from posenc.report.figures import BLEU_FIGURE, DELTA_FIGURE, LENGTH_FIGURE
 
-HARNESS = REPO / "docs" / "harness.md"
+CONFIGS = REPO / "docs" / "configs.md"
 
 
 def models_by_optim() -> dict:
@@ -25,7 +25,7 @@ def models_by_optim() -> dict:
 
 
 def test_the_optim_row_names_every_model_that_picks_each_optimiser():
-    row = next(line for line in HARNESS.read_text(encoding="utf-8").splitlines() if line.startswith("| `optim` |"))
+    row = next(line for line in CONFIGS.read_text(encoding="utf-8").splitlines() if line.startswith("| `optim` |"))
     options_cell = row.split("|")[2]
     options = set(re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", options_cell)))
     named = {option: set(re.findall(r"`(\w+)`", models))
@@ -38,9 +38,9 @@ def test_the_optim_row_names_every_model_that_picks_each_optimiser():
 
 
 def test_the_sweep_ends_figures_are_the_ones_it_draws():
-    paragraph = next(p for p in HARNESS.read_text(encoding="utf-8").split("\n\n") if "When a sweep ends" in p)
+    paragraph = next(p for p in CONFIGS.read_text(encoding="utf-8").split("\n\n") if "When a sweep ends" in p)
     missing = [name for name in (DELTA_FIGURE, BLEU_FIGURE, LENGTH_FIGURE) if f"`{name}`" not in paragraph]
-    assert not missing, f"docs/harness.md's sweep end leaves out {missing}"
+    assert not missing, f"docs/configs.md's sweep end leaves out {missing}"
 
 
 def test_buckets_help_and_tables_page_give_every_default():

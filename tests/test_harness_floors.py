@@ -1,7 +1,7 @@
 """The harness's floors: its imports run one way, down; nothing below it imports it; and a cell's
 composed config has one reader, ``resolve_cell``.
 
-The floors, lowest first (docs/development.md, "Where each fact lives", and the README's map say
+The floors, lowest first (docs/design.md, "Map of the code", says
 the same). A module may import its own floor and the ones below, never one above:
 
 1. base: ``errors.py`` (``ConfigError``), ``hashing.py``, ``study.py``, ``fairseq_logs.py`` (reading

@@ -1,5 +1,5 @@
 """The typed record: one class with every field, written only through it, its statuses spelt only
-in its module, its fields listed in docs/harness.md, and old records still read."""
+in its module, its fields listed in docs/records.md, and old records still read."""
 
 import ast
 import json
@@ -58,8 +58,8 @@ def test_only_the_record_writes_result_json():
 
 
 def documented_fields():
-    """The field names of docs/harness.md's record table, the long split's row spelt out."""
-    text = (REPO / "docs" / "harness.md").read_text(encoding="utf-8")
+    """The field names of docs/records.md's record table, the long split's row spelt out."""
+    text = (REPO / "docs" / "records.md").read_text(encoding="utf-8")
     section = text.split("## The record", 1)[1].split("\n## ", 1)[0]
     names, when_set = [], set()
     for line in section.splitlines():

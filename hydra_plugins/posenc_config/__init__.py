@@ -1,6 +1,8 @@
 """posenc's own config defaults in Hydra's ConfigStore: the root config's settings
 (``posenc_schema``, ``posenc.harness.config.schema.RootSchema``) and the keys every data preset shares
-(``data/posenc_data_schema``, ``posenc.corpora.config.DataSchema``). Hydra imports this package when
+(``posenc_data_schema``, ``posenc.corpora.config.DataSchema``). Both are stored outside every config
+group, so ``posenc-run --help`` never offers them as choices; a data preset lists the latter by its
+absolute name, ``/posenc_data_schema``. Hydra imports this package when
 it scans its plugins, before it composes any config (``posenc-run``, ``python -m``, an installed
 package, a launcher's worker, Hydra's compose API), so conf/config.yaml and the data presets find them.
 
@@ -23,4 +25,4 @@ def untyped(schema) -> dict:
 
 
 ConfigStore.instance().store(name="posenc_schema", node=untyped(RootSchema), provider="posenc")
-ConfigStore.instance().store(group="data", name="posenc_data_schema", node=untyped(DataSchema), provider="posenc")
+ConfigStore.instance().store(name="posenc_data_schema", node=untyped(DataSchema), provider="posenc")

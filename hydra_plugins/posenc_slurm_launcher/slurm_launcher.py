@@ -24,5 +24,7 @@ class PosencSlurmQueueConf(SlurmQueueConf):
     cells_per_task: Any = 1
 
 
-ConfigStore.instance().store(group="hydra/launcher", name="posenc_slurm_base", node=PosencSlurmQueueConf(),
+# Outside the hydra/launcher group, so that --hydra-help offers no base node as a launcher; the
+# slurm preset lists it as /posenc_slurm_base.
+ConfigStore.instance().store(name="posenc_slurm_base", node=PosencSlurmQueueConf(),
                              provider="posenc")

@@ -7,7 +7,7 @@ from hydra.core.config_store import ConfigStore
 
 from posenc.harness.sweep.config import SeedsSweeperConf, TuneSweeperConf
 
-ConfigStore.instance().store(group="hydra/sweeper", name="posenc_seeds_schema", node=SeedsSweeperConf,
+ConfigStore.instance().store(name="posenc_seeds_schema", node=SeedsSweeperConf,
                              provider="posenc")
-ConfigStore.instance().store(group="hydra/sweeper", name="posenc_tune_schema", node=TuneSweeperConf,
+ConfigStore.instance().store(name="posenc_tune_schema", node=TuneSweeperConf,
                              provider="posenc")

@@ -39,8 +39,10 @@ def _fail(message: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="posenc-pe", description="Position-encoding analysis: exercises 3.1-3.3, proximity "
-                "properties and probes, for the sinusoid or the position tables of a fairseq checkpoint.")
+    p = _Parser(prog="posenc-pe", description="Position-encoding analysis, for the sinusoid or the position "
+                "tables of a fairseq checkpoint: exercises 3.1-3.3 of the note on position embeddings that "
+                "posenc grew from (3.1 relative positions as a linear map, 3.2 the values, 3.3 the scale; "
+                "docs/analysis.md), proximity properties and probes.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     s = sub.add_parser("sinusoidal", help="analyse the closed-form sinusoidal encoding (both variants)")
     s.add_argument("--dim", type=int, required=True, help="embedding dimension D (even, >= 4)")

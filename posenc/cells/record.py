@@ -6,7 +6,7 @@ signals, a SLURM job, the SLURM launcher and the refusals. Statuses are set and 
 alone (``Record.finish`` and the ``is_*`` readers): no other module spells them. Every reader (the
 report, the analysis, the harness's own summary, through ``posenc.cells.sweep``) gets ``Record``
 values from ``Record.read``, and the accessors here take a ``Record`` (or None for no record).
-docs/harness.md lists the fields.
+docs/records.md lists the fields.
 """
 
 import dataclasses

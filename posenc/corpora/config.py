@@ -21,7 +21,7 @@ RECIPE_NAMES = ("synthetic", "custom", "multi30k", "iwslt14", "wmt14_en_de", "wm
 @dataclass
 class DataSchema:
     """The keys every recipe's ``data`` node has, and the one home of their defaults: Hydra's
-    ConfigStore holds them as ``data/posenc_data_schema`` (hydra_plugins/posenc_config), which each
+    ConfigStore holds them as ``posenc_data_schema`` (hydra_plugins/posenc_config), which each
     packaged data preset lists first in its defaults, stating only what its recipe sets otherwise;
     ``parse`` takes them for a key a node leaves out (a preset of yours that does not list the
     schema). The text, subword and filter settings' defaults are their classes' (TextSettings,

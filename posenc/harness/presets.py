@@ -1,6 +1,6 @@
 """Your own presets beside the packaged ones: a directory with ``experiment/``, ``data/``,
 ``model/`` ... added with ``--config-dir DIR`` or ``hydra.searchpath=[file://DIR]`` extends the
-packaged groups (docs/harness.md, "Your own presets"). Hydra reads the packaged configs first, so a
+packaged groups (docs/own-data.md, "Your own presets"). Hydra reads the packaged configs first, so a
 file of yours with the name of a packaged one (``experiment/table4.yaml``) is never used; this
 callback says so in one line on stderr when the run starts, instead of running the packaged preset
 in silence."""

@@ -1,6 +1,6 @@
 """The adaptive sweepers' settings and their defaults, in one place: the structured configs that
-``hydra_plugins/posenc_sweeper`` stores in Hydra's ConfigStore (``hydra/sweeper/posenc_seeds_schema``
-and ``posenc_tune_schema``), as hydra-optuna-sweeper keeps its own. The YAML presets
+``hydra_plugins/posenc_sweeper`` stores in Hydra's ConfigStore (``posenc_seeds_schema``
+and ``posenc_tune_schema``, outside the ``hydra/sweeper`` group so that no help lists them as choices). The YAML presets
 (conf/hydra/sweeper/posenc_seeds.yaml, posenc_tune.yaml) only select these and say what each
 setting means. No Hydra here: the planner reads the defaults too.
 
