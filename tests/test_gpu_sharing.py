@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -319,12 +320,13 @@ def test_a_batch_fairseq_drops_stops_a_sharing_cell_and_its_checkpoints_go(tmp_p
     line is fairseq's business as before."""
     from posenc.harness.run import lifecycle
     cell = compose_cell("gpus=1")
+    cell = replace(cell, limits=replace(cell.limits, train_s=5 if not shared else 0))
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / "checkpoint_last.pt").write_bytes(b"after the dropped batch")
     progress = SimpleNamespace(say=lambda line: None)
+    step = lifecycle.TrainStep([sys.executable, "-c", FAKE_SKIP], {}, lambda line: None, shared=shared)
     with pytest.raises(StepFailed) as failed:
-        lifecycle.train(cell, tmp_path, [sys.executable, "-c", FAKE_SKIP], {}, 5 if not shared else 0, False,
-                        progress, lambda line: None, shared=shared)
+        lifecycle.train(cell, tmp_path, progress, step)
     if shared:
         assert str(failed.value).startswith(f"fairseq-train stopped: {SKIP_REASON}") and gpu_out_of_memory(
             str(failed.value))

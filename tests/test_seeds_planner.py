@@ -466,19 +466,19 @@ def test_a_new_sweep_refuses_the_seeds_only_table_and_a_level_its_simulation_can
 def test_a_new_tune_sweep_refuses_its_seeds_strategys_design_before_any_trial(tmp_path):
     """The tune strategy's best values' seeds run the same design: a new tune sweep refuses the
     seeds-only table, or a level per row its simulation cannot resolve, before any trial runs."""
-    from posenc.cells.strategy import TuneRow
-    from posenc.harness.sweep.tune_planner import TunePlanner, TuneSettings
+    from posenc.cells.strategy import TuneRow, TuneSettings
+    from posenc.harness.sweep.tune_planner import TunePlanner, checked
 
     rows = [TuneRow(f"placement={p}", [f"placement={p}"]) for p in ("both", "source", "none")]
-    counts = {"trials": 2, "batch_trials": 1, "startup_trials": 1, "prune_from_epoch": 1, "pruner_startup_trials": 1,
-              "seeds": 3}
+    space = {"optim.args.lr": {"low": 1e-4, "high": 1e-2, "log": True}}
     for given, words in (({"statistic": "seeds"}, "hydra.sweeper.statistic=seeds is the seeds-only table"),
                          ({"alpha": 1e-5}, "hydra.sweeper.alpha=1e-05 over 2 rows sharing a baseline: ")):
-        settings = TuneSettings(counts, 0, 0, None, "placement=both", {"effect": 1.0, **given}, {})
+        settings = checked(TuneSettings(trials=2, startup_trials=1, pruner_startup_trials=1,
+                                        seeds_strategy={"effect": 1.0, **given}))
         with pytest.raises(StrategyError, match="^" + re.escape(words)):
-            TunePlanner(settings, rows, {}, tmp_path, name)
-    ok = TuneSettings(counts, 0, 0, None, "placement=both", {"effect": 1.0}, {})
-    assert TunePlanner(ok, rows, {}, tmp_path, name).rows == rows
+            TunePlanner(settings, rows, space, tmp_path, name)
+    ok = checked(TuneSettings(trials=2, startup_trials=1, pruner_startup_trials=1, seeds_strategy={"effect": 1.0}))
+    assert TunePlanner(ok, rows, space, tmp_path, name).rows == rows
 
 
 def test_the_first_launch_writes_the_designs_hash_and_a_state_edited_since_does_not_read(tmp_path):

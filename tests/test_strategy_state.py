@@ -1,5 +1,5 @@
 """The strategies' states are typed from the file in to the file out: settings are ``SeedsSettings``
-(``OldRuleSettings`` for the old rule, ``TuneStrategySettings`` for tune), looks are
+(``OldRuleSettings`` for the old rule, ``TuneSettings`` for tune), looks are
 ``sequential.Look``; JSON exists only in ``read_state``/``write_state``, and a state read and written
 again is the same file."""
 
@@ -12,7 +12,7 @@ from posenc.cells.strategy import (
     BestTrial,
     OldRuleSettings,
     SeedsSettings,
-    TuneStrategySettings,
+    TuneSettings,
     read_state,
     write_state,
 )
@@ -87,7 +87,7 @@ def test_a_tune_state_reads_typed_and_writes_back_the_same_file(tmp_path):
             "trials": [], "cells": CELLS}
     before = written(tmp_path / TUNE_FILE, data)
     state = read_state(tmp_path)
-    assert isinstance(state.settings, TuneStrategySettings) and state.settings.pruner == "median"
+    assert isinstance(state.settings, TuneSettings) and state.settings.pruner == "median"
     assert state.rows[0].best == BestTrial(2, 3.1, {"optim.args.lr": "0.002"})
     assert state.rows[0].best_overrides == ["optim.args.lr=0.002"]
     assert isinstance(state.seeds_settings(), SeedsSettings) and state.seeds_settings().design == Design(**DESIGN)

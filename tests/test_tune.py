@@ -125,6 +125,43 @@ def test_a_cell_finds_its_trial_in_the_tune_state_and_only_then(tmp_path):
     assert (tmp_path / STUDY_FILE).exists()
 
 
+def test_a_state_from_before_the_pruner_settings_prunes_with_their_defaults(tmp_path):
+    """A tune state written before prune_from_epoch and pruner_startup_trials were settings ran
+    their defaults then: its trial prunes as TuneSettings' defaults say (the median of two finished
+    trials at epoch 1), and a state that names a setting runs that instead."""
+    study = _journal_study(tmp_path)
+    space = {"lr": FloatDistribution(1e-4, 1e-2, log=True)}
+    for loss in (4.0, 6.0):
+        trial = study.ask(space)
+        trial.report(loss, 1)
+        study.tell(trial, loss - 1)
+    study.ask(space)
+    line = '2026-12-02 | INFO | valid | {"epoch": 1, "valid_loss": "5.5", "valid_num_updates": "40"}'
+    entry = {"dirname": "lr=0.001,trial=2", "study": "placement=none", "number": 2}
+    for settings, pruned in (({"pruner": "median"}, True), ({"pruner": "median", "pruner_startup_trials": 3}, False)):
+        (tmp_path / TUNE_FILE).write_text(json.dumps({"strategy": "tune", "settings": settings, "trials": [entry],
+                                                      "cells": []}))
+        assert (trial_pruning(tmp_path, tmp_path / entry["dirname"]).check(line) is not None) == pruned
+
+
+def test_the_tune_settings_and_their_defaults_have_one_home():
+    """The structured config Hydra stores is TuneSettings' fields with its defaults, beside the grid
+    and the search space; a state that predates every setting reads None for each, and ran the default."""
+    from dataclasses import asdict, fields
+
+    from omegaconf import OmegaConf
+
+    from posenc.cells.strategy import TuneSettings
+    from posenc.harness.sweep.config import TuneSweeperConf
+
+    conf = OmegaConf.to_container(OmegaConf.structured(TuneSweeperConf))
+    assert set(conf) - {"_target_", "params", "search_space"} == {f.name for f in fields(TuneSettings)}
+    assert {f.name: conf[f.name] for f in fields(TuneSettings)} == asdict(TuneSettings())
+    old = TuneSettings.of({})
+    assert all(getattr(old, f.name) is None for f in fields(TuneSettings))
+    assert old.ran("prune_from_epoch") == TuneSettings().prune_from_epoch
+
+
 def _cell(sweep_dir, name, **fields):
     record = Record(experiment="single", model="fconv_small", data="synthetic", pe="learned", seed=1,
                     encoder_pos="learned", decoder_pos="learned", family="fconv", **fields)
@@ -224,7 +261,7 @@ def test_a_chosen_value_in_the_outer_5_percent_of_its_range_is_flagged(value, sp
 def test_the_tuned_table_and_the_summary_say_a_value_is_at_the_edge_and_to_widen_the_space():
     from types import SimpleNamespace
 
-    from posenc.cells.strategy import BestTrial, Trial, TuneRow, TuneState, TuneStrategySettings
+    from posenc.cells.strategy import BestTrial, Trial, TuneRow, TuneSettings, TuneState
     from posenc.harness.sweep.summary import strategy_summary
     from posenc.report.tuning import tune_notes
 
@@ -232,7 +269,7 @@ def test_the_tuned_table_and_the_summary_say_a_value_is_at_the_edge_and_to_widen
                     [Trial(0, f"t{p}", [], {"optim.args.lr": lr}, "COMPLETE", 3.0)],
                     BestTrial(0, 3.0, {"optim.args.lr": lr}), [1])
             for p, lr in (("both", "0.0029"), ("none", "0.001"))]
-    state = TuneState(TuneStrategySettings(trials=1, seeds=1, baseline="placement=both"),
+    state = TuneState(TuneSettings(trials=1, seeds=1, baseline="placement=both"),
                       {"optim.args.lr": {"low": 3e-4, "high": 3e-3, "log": True}}, rows, [])
     report = SimpleNamespace(sweep=SimpleNamespace(strategy=state, trials=[]))
     _, body = tune_table(report)

@@ -2,6 +2,7 @@
 baseline row, computed here once for the report, the sweepers and the figures."""
 
 DEFAULT_BASELINE = ("placement", "both")   # (key, value) of the row every other row is compared with
+BASELINE = "=".join(DEFAULT_BASELINE)      # the same as a setting writes it: the sweepers' default
 
 
 def row_name(values: dict, keys=None) -> str:

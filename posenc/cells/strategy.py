@@ -7,7 +7,7 @@ trials and why it stopped); the sweeper writes it before each batch runs. Reader
 what they need (``cells``, ``tuned_keys``, ``trial``) instead of testing which strategy wrote it.
 
 Settings and looks are typed in the state (``SeedsSettings``, ``OldRuleSettings``,
-``TuneStrategySettings``, ``posenc.stats.sequential.Look``); JSON exists only in the file, read by
+``TuneSettings``, ``posenc.stats.sequential.Look``); JSON exists only in the file, read by
 ``of`` and written by ``to_json``. A seeds state written before the group sequential rule (its
 settings have ``min_seeds`` and no ``spending``) still reads: its settings are ``OldRuleSettings``,
 ``SeedsState.old_rule`` says so, and its rows keep the plan they booked (``planned``) and no looks.
@@ -17,8 +17,10 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from posenc.atomic import write_json_atomic
+from posenc.cells.rows import BASELINE
 from posenc.stats.sequential import DESIGN_SETTINGS, Design, Look, design_of
 
 # The seeds strategy's state file, and the tune strategy's; the tune strategy's Optuna studies,
@@ -84,28 +86,40 @@ def seeds_settings_of(flat: dict):
 
 
 @dataclass(frozen=True)
-class TuneStrategySettings:
-    """The tune strategy's settings as its state keeps them (``TuneSweeperConf``'s but the grid and
-    the search space, which the state keeps apart). None: a setting its state predates."""
-    trials: object = None
-    batch_trials: object = None
-    startup_trials: object = None
-    prune_from_epoch: object = None
-    pruner_startup_trials: object = None
-    seeds: object = None
-    sampler_seed: object = None
-    trial_seed: object = None
-    pruner: object = None
-    baseline: object = None
-    seeds_strategy: object = None   # SeedsSettings (OldRuleSettings: the old rule's), or None: a fixed count
+class TuneSettings:
+    """The tune strategy's settings and their defaults, the one home of both: the sweeper's structured
+    config (``posenc.harness.sweep.config.TuneSweeperConf``) takes its fields, the planner checks
+    them (``posenc.harness.sweep.tune_planner.checked``) and the state keeps them (``of``, ``as_state``).
+    The grid and the search space are the sweep's, not settings: the state keeps them apart.
+    Every field is ``Any``: the planner checks each value and refuses a bad one in one line.
+
+    ``seeds_strategy``: None (each row's best values run ``seeds`` seeds), else the seeds strategy's
+    settings, a dict as given and ``SeedsSettings`` (``OldRuleSettings``: the old rule's) once checked."""
+    trials: Any = 8                   # trials per row
+    batch_trials: Any = 1             # trials per row launched together
+    startup_trials: Any = 4           # random trials before TPE models the finished ones
+    sampler_seed: Any = 0
+    pruner: Any = None                # null | median | asha
+    prune_from_epoch: Any = 1
+    pruner_startup_trials: Any = 2
+    trial_seed: Any = 0
+    seeds: Any = 3                    # seeds each row's best values run (without seeds_strategy)
+    seeds_strategy: Any = None
+    baseline: Any = BASELINE
 
     @classmethod
-    def of(cls, flat: dict) -> "TuneStrategySettings":
-        known = {f.name for f in fields(cls)}
-        given = {k: v for k, v in flat.items() if k in known}
-        plan = given.get("seeds_strategy")
+    def of(cls, flat: dict) -> "TuneSettings":
+        """As a state keeps them; a setting its state predates reads None (what ran then is not
+        recorded; ``ran`` says what it was where the harness knows)."""
+        given = {f.name: flat.get(f.name) for f in fields(cls)}
+        plan = given["seeds_strategy"]
         given["seeds_strategy"] = seeds_settings_of(dict(plan)) if plan else None
         return cls(**given)
+
+    def ran(self, name: str):
+        """A setting as its sweep ran it: a state written before the setting existed ran its default."""
+        value = getattr(self, name)
+        return getattr(TuneSettings(), name) if value is None else value
 
     def as_state(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -278,7 +292,7 @@ class TuneRow:
 
 @dataclass
 class TuneState:
-    settings: TuneStrategySettings
+    settings: TuneSettings
     search_space: dict
     rows: list                    # TuneRow
     cells: list                   # StateCell: the best values' seeds
@@ -321,7 +335,7 @@ class TuneState:
                     row = TuneRow(entry.get("study", ""), [])
                     rows.append(row)
                 row.trials.append(Trial.of(entry, entry.get("study", "")))
-        return cls(TuneStrategySettings.of(dict(data.get("settings") or {})), dict(data.get("search_space") or {}),
+        return cls(TuneSettings.of(dict(data.get("settings") or {})), dict(data.get("search_space") or {}),
                    rows, [StateCell(c["dirname"], list(c["overrides"])) for c in data["cells"]])
 
 

@@ -130,7 +130,7 @@ def tune_notes(report) -> list:
 
 
 def planned_seeds(settings) -> str:
-    """The best values' seeds as the seeds strategy sized them (``TuneStrategySettings.seeds_strategy``)."""
+    """The best values' seeds as the seeds strategy sized them (``TuneSettings.seeds_strategy``)."""
     plan = settings.seeds_strategy
     design = getattr(plan, "design", plan)   # an old rule's settings keep pilot and max_seeds themselves
     return (f"own seeds, sized by the seeds strategy (|Δ| = {plan.effect} BLEU against "

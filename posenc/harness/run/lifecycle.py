@@ -134,8 +134,9 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None, i
     phase, cause = "fairseq-train", ""
     try:
         training = plan.training if plan.action == "score" else \
-            train(cell, job_dir, train_argv, env, cell.limits.train_s, plan.action == "resume",
-                  progress, each_line(progress.on_train_line, wandb_run.on_train_line), pruning, shared, decoding)
+            train(cell, job_dir, progress, TrainStep(
+                train_argv, env, each_line(progress.on_train_line, wandb_run.on_train_line),
+                resuming=plan.action == "resume", pruning=pruning, shared=shared, decoding=decoding))
         record.update(training)
         for split, argv in generate_argvs.items():
             phase = f"fairseq-generate ({split})"
@@ -193,28 +194,42 @@ def say_outcome(progress: CellProgress, record: Record) -> None:
         progress.say(f"FAILED: {record.error}")
 
 
-def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: bool, progress, on_line,
-          pruning=None, shared=False, decoding: TrainerDecoding = None) -> dict:
+@dataclass
+class TrainStep:
+    """What fairseq-train runs with beside its cell: the command and its environment, who reads each
+    line of its log (``on_line``), whether it resumes, a tuning trial's ``pruning``, whether the cell
+    shares its GPU (``shared``) and the splits the trainer decodes once it ends (``decoding``)."""
+    argv: list
+    env: dict
+    on_line: object
+    resuming: bool = False
+    pruning: object = None
+    shared: bool = False
+    decoding: TrainerDecoding = None
+
+
+def train(cell, job_dir: Path, progress, step: TrainStep) -> dict:
     """fairseq-train, fresh or resumed from ``checkpoint_last.pt`` (fairseq's own restore; the log
-    is appended to), then ``decoding``'s splits in the same process. Returns the training's fields
-    of the record (its wall time without the decoding)."""
+    is appended to), then ``step.decoding``'s splits in the same process, within the cell's training
+    limit. Returns the training's fields of the record (its wall time without the decoding)."""
     log = job_dir / layout.TRAIN_LOG
     resume.begin_training(job_dir, cell)
     spec = cell.spec
     progress.say(f"training {spec.arch} encoder={spec.encoder_pos} decoder={spec.decoder_pos}")
-    decoding = decoding or TrainerDecoding(job_dir, {}, enabled=False)
-    argv = decoding.train_argv(argv)
+    decoding = step.decoding or TrainerDecoding(job_dir, {}, enabled=False)
+    argv = decoding.train_argv(step.argv)
     started = time.monotonic()
-    checks = [non_finite_loss] + ([skipped_batch] if shared else []) + ([pruning.check] if pruning else [])
+    checks = [non_finite_loss] + ([skipped_batch] if step.shared else []) + \
+        ([step.pruning.check] if step.pruning else [])
     try:
         try:
-            run_step("fairseq-train", argv, log, decoding.step_limit(limit_s, cell.limits.other_s),
-                     each_line(decoding.on_line, on_line), env=env, append=resuming, stop_if=first_reason(*checks),
-                     warm_start=cell.warm_trainer and cell.gpus <= 1)
+            run_step("fairseq-train", argv, log, decoding.step_limit(cell.limits.train_s, cell.limits.other_s),
+                     each_line(decoding.on_line, step.on_line), env=step.env, append=step.resuming,
+                     stop_if=first_reason(*checks), warm_start=cell.warm_trainer and cell.gpus <= 1)
         finally:
             wall = resume.add_training_time(job_dir, decoding.training_seconds(started))
     except StepFailed as err:
-        if shared and SKIP_REASON in str(err):  # its checkpoints lack that batch: none of them is this cell's
+        if step.shared and SKIP_REASON in str(err):  # its checkpoints lack that batch: none of them is this cell's
             resume.start_over(job_dir)
         raise
     training = training_fields(log.read_text(encoding="utf-8", errors="replace").splitlines())

@@ -51,8 +51,7 @@ def trial_pruning(sweep_dir: Path, job_dir: Path):
     entry = state.trial(mine)
     if entry is None:
         return None
-    settings = state.settings   # a state from before a pruner setting existed ran its value then
-    the_pruner = study.pruner(name, 1 if settings.prune_from_epoch is None else settings.prune_from_epoch,
-                              2 if settings.pruner_startup_trials is None else settings.pruner_startup_trials)
+    # (a state from before a pruner setting existed ran its default then: TuneSettings.ran)
+    the_pruner = study.pruner(name, state.settings.ran("prune_from_epoch"), state.settings.ran("pruner_startup_trials"))
     trial = study.trial_handle(sweep_dir, entry.study, entry.number, the_pruner)
     return TrialPruning(trial, name, trial.study)

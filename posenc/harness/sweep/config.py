@@ -9,16 +9,19 @@ futility_from) are ``posenc.stats.sequential.Design``'s fields with Design's own
 strategy adds the planned effect, the test size it plans for, the baseline and the batch size.
 Every field is typed ``Any``: the strategy checks each value itself and refuses a bad one in one
 line naming it (OmegaConf's own type errors are tracebacks).
+
+The tune strategy's settings are ``posenc.cells.strategy.TuneSettings``' fields with its defaults:
+its state keeps the same type, so they are defined there, once, below the harness.
 """
 
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from typing import Any
 
-from posenc.cells.rows import DEFAULT_BASELINE
+from posenc.cells.rows import BASELINE
+from posenc.cells.strategy import TuneSettings
 from posenc.stats.power import DEFAULT_EFFECT
 from posenc.stats.sequential import Design
 
-BASELINE = "=".join(DEFAULT_BASELINE)   # the row every other row is compared with: posenc-table's default
 SEEDS_TARGET = "hydra_plugins.posenc_sweeper.seeds.SeedsSweeper"
 TUNE_TARGET = "hydra_plugins.posenc_sweeper.tune.TuneSweeper"
 
@@ -33,16 +36,17 @@ class SeedsPlanConf:
     #                                the design its thresholds are computed for (a look at every n)
 
 
-def _design_fields() -> list:
+def _fields_of(settings) -> list:
+    """A settings dataclass's fields as a structured config's: each ``Any``, with its default."""
     out = []
-    for f in fields(Design):
+    for f in fields(settings):
         default = f.default if f.default is not MISSING else f.default_factory()
         out.append((f.name, Any, field(default=default)))
     return out
 
 
 # The seeds strategy's settings: Design's fields (with Design's defaults) and SeedsPlanConf's.
-SeedsStrategyConf = make_dataclass("SeedsStrategyConf", _design_fields(), bases=(SeedsPlanConf,))
+SeedsStrategyConf = make_dataclass("SeedsStrategyConf", _fields_of(Design), bases=(SeedsPlanConf,))
 SeedsSweeperConf = make_dataclass("SeedsSweeperConf", [
     ("_target_", str, field(default=SEEDS_TARGET)),
     ("params", Any, field(default=None)),    # the grid of rows (a preset's seed list is replaced)
@@ -54,22 +58,13 @@ SeedsSweeperConf = make_dataclass("SeedsSweeperConf", [
 SEEDS_SETTINGS = tuple(f.name for f in fields(SeedsStrategyConf))
 
 
-@dataclass
-class TuneSweeperConf:
-    _target_: str = TUNE_TARGET
-    params: Any = None                # the grid of rows
-    search_space: Any = None          # key -> {low, high, type, log} or {choices: [...]}
-    trials: Any = 8                   # trials per row
-    batch_trials: Any = 1             # trials per row launched together
-    startup_trials: Any = 4           # random trials before TPE models the finished ones
-    sampler_seed: Any = 0
-    pruner: Any = None                # null | median | asha
-    prune_from_epoch: Any = 1
-    pruner_startup_trials: Any = 2
-    trial_seed: Any = 0
-    seeds: Any = 3                    # seeds each row's best values run (without seeds_strategy)
-    seeds_strategy: Any = None        # or the seeds strategy's settings (SEEDS_SETTINGS but baseline)
-    baseline: Any = BASELINE
+# The tune strategy's settings: TuneSettings' fields (with its defaults) beside the grid and the search space.
+TuneSweeperConf = make_dataclass("TuneSweeperConf", [
+    ("_target_", str, field(default=TUNE_TARGET)),
+    ("params", Any, field(default=None)),         # the grid of rows
+    ("search_space", Any, field(default=None)),   # key -> {low, high, type, log} or {choices: [...]}
+    *_fields_of(TuneSettings),
+])
 
 
 def seeds_settings(given: dict) -> dict:

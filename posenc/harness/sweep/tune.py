@@ -34,11 +34,11 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from posenc.cells.plan import PLAN_FILE, sweep_jobs
-from posenc.cells.strategy import StateError, TuneRow, TuneState, read_state
+from posenc.cells.strategy import StateError, TuneRow, TuneSettings, TuneState, read_state
 from posenc.harness.sweep.launching import LaunchingSweeper
 from posenc.harness.sweep.planner import SEED, StrategyError, row_label
 from posenc.harness.sweep.seeds import cell_namer
-from posenc.harness.sweep.tune_planner import TRIAL, TunePlanner, TuneSettings, override_text, space_distributions
+from posenc.harness.sweep.tune_planner import TRIAL, TunePlanner, checked, override_text, space_distributions
 
 log = logging.getLogger(__name__)
 __all__ = ["TuneSweeper", "override_text", "space_distributions"]
@@ -50,15 +50,11 @@ def plain(value):
 
 
 class TuneSweeper(LaunchingSweeper):
-    def __init__(self, params, search_space, trials, batch_trials, startup_trials, sampler_seed, pruner,
-                 prune_from_epoch, pruner_startup_trials, trial_seed, seeds, baseline, seeds_strategy):
-        # No defaults here: Hydra passes every field of the structured config (posenc.harness.sweep.config).
+    def __init__(self, params, search_space, **settings):
+        # Hydra passes every field of the structured config: TuneSettings' own (its defaults), plain here.
         self.params = dict(params or {})
-        counts = {"trials": trials, "batch_trials": batch_trials, "startup_trials": startup_trials,
-                  "prune_from_epoch": prune_from_epoch, "pruner_startup_trials": pruner_startup_trials, "seeds": seeds}
-        # seeds_strategy: the best values' seeds sized by the seeds strategy's design instead of a fixed count.
-        self.settings = TuneSettings(counts, sampler_seed, trial_seed, pruner, baseline, plain(seeds_strategy),
-                                     dict(plain(search_space) or {}))
+        self.space = dict(plain(search_space) or {})
+        self.settings = TuneSettings(**{name: plain(value) for name, value in settings.items()})
 
     def sweep(self, arguments):
         try:
@@ -68,7 +64,8 @@ class TuneSweeper(LaunchingSweeper):
             sys.exit(2)
 
     def run(self, arguments):
-        distributions = self.settings.check()
+        settings = checked(self.settings)
+        distributions = space_distributions(self.space)
         rows = self.rows(arguments, distributions)
         sweep_dir = Path(self.config.hydra.sweep.dir)
         before = read_state(sweep_dir) if sweep_dir.exists() else None
@@ -76,7 +73,7 @@ class TuneSweeper(LaunchingSweeper):
             raise StrategyError(f"{sweep_dir}: a seeds strategy's sweep; allowed: a new hydra.sweep.dir")
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / PLAN_FILE)
-        planner = TunePlanner(self.settings, rows, distributions, sweep_dir, cell_namer(self.config), before)
+        planner = TunePlanner(settings, rows, self.space, sweep_dir, cell_namer(self.config), before)
         return self.drive(planner, sweep_dir)
 
     def rows(self, arguments, distributions) -> list:
@@ -91,7 +88,7 @@ class TuneSweeper(LaunchingSweeper):
         preset = [f"{k}={v}" for k, v in self.params.items() if k not in (SEED, TRIAL)]
         if SEED in self.params:
             log.info(f"tune strategy: the preset's seed={self.params[SEED]} is replaced by trial_seed="
-                     f"{self.settings.trial_seed} for the trials and seeds 1..{self.settings.counts['seeds']} "
+                     f"{self.settings.trial_seed} for the trials and seeds 1..{self.settings.seeds} "
                      "for each row's best values")
         jobs = sweep_jobs(parser.parse_overrides(preset + list(arguments)))
         grid = {line.split("=", 1)[0].lstrip("+~") for job in jobs for line in job}

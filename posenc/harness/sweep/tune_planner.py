@@ -10,7 +10,7 @@ A trial's objective is its validation loss; it never scores the test split. Batc
 finished (a rerun) is asked for again before new ones.
 """
 
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
@@ -21,12 +21,13 @@ from posenc.cells.strategy import (
     TUNE_FILE,
     BestTrial,
     SeedsRow,
+    SeedsSettings,
     SeedsState,
     StateCell,
     Trial,
     TuneRow,
+    TuneSettings,
     TuneState,
-    TuneStrategySettings,
 )
 from posenc.harness import study as studies
 from posenc.harness.sweep.config import SEEDS_SETTINGS
@@ -100,54 +101,42 @@ def override_text(key: str, value) -> str:
     return f"{key}={value}"
 
 
-@dataclass
-class TuneSettings:
-    """The tune strategy's settings as given (``TuneSweeperConf``'s fields, plain values); ``check``
-    refuses a bad one."""
-    counts: dict            # trials, batch_trials, startup_trials, prune_from_epoch, pruner_startup_trials, seeds
-    sampler_seed: object
-    trial_seed: object
-    pruner: object
-    baseline: object
-    seeds_strategy: object  # None, or the seeds strategy's settings that size the best values' seeds
-    space: dict
+COUNTS = ("trials", "batch_trials", "startup_trials", "prune_from_epoch", "pruner_startup_trials", "seeds")
+FROM_ZERO = ("startup_trials", "prune_from_epoch", "pruner_startup_trials")   # counts that may be 0
 
-    def check(self) -> dict:
-        """The search space's distributions, once every setting is checked; StrategyError naming
-        the first bad one."""
-        for name, value in self.counts.items():
-            low = 0 if name in ("startup_trials", "prune_from_epoch", "pruner_startup_trials") else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise StrategyError(f"hydra.sweeper.{name}={value!r} is not allowed; allowed: a whole number >= {low}")
-        for name, value in (("sampler_seed", self.sampler_seed), ("trial_seed", self.trial_seed)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise StrategyError(f"hydra.sweeper.{name}={value!r} is not allowed; allowed: a whole number >= 0")
-        if self.pruner is not None and self.pruner not in studies.PRUNERS:
-            raise StrategyError(f"hydra.sweeper.pruner={self.pruner!r} is not allowed; allowed: null, "
-                                + ", ".join(studies.PRUNERS))
-        if self.seeds_strategy is not None:
-            self.planner_settings()  # its own refusals, named hydra.sweeper.<key> as the seeds strategy names them
-        try:
-            parse_baseline(str(self.baseline))
-        except ValueError as err:
-            raise StrategyError(f"hydra.sweeper.baseline: {err}") from None
-        return space_distributions(self.space)
 
-    def planner_settings(self):
-        """The seeds strategy's settings that size the best values' seeds (``seeds_strategy``), checked."""
-        settings = self.seeds_strategy
-        allowed = set(SEEDS_SETTINGS) - {"baseline"}
-        if not isinstance(settings, dict) or set(settings) - allowed:
-            unknown = sorted(set(settings) - allowed) if isinstance(settings, dict) else [repr(settings)]
-            raise StrategyError(f"hydra.sweeper.seeds_strategy: {unknown[0]} is not a setting of the seeds strategy; "
-                                f"allowed: null or a dict of {', '.join(sorted(allowed))}")
-        return checked_settings({**settings, "baseline": self.baseline})
+def checked(settings: TuneSettings) -> TuneSettings:
+    """The settings as given (plain values), checked, as the planner runs them and the state keeps
+    them: the seeds strategy's as ``SeedsSettings``. StrategyError naming the first bad one."""
+    for name in COUNTS:
+        value, low = getattr(settings, name), 0 if name in FROM_ZERO else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise StrategyError(f"hydra.sweeper.{name}={value!r} is not allowed; allowed: a whole number >= {low}")
+    for name in ("sampler_seed", "trial_seed"):
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise StrategyError(f"hydra.sweeper.{name}={value!r} is not allowed; allowed: a whole number >= 0")
+    if settings.pruner is not None and settings.pruner not in studies.PRUNERS:
+        raise StrategyError(f"hydra.sweeper.pruner={settings.pruner!r} is not allowed; allowed: null, "
+                            + ", ".join(studies.PRUNERS))
+    # its own refusals, named hydra.sweeper.<key> as the seeds strategy names them
+    seeds_strategy = None if settings.seeds_strategy is None else seeds_strategy_settings(settings)
+    try:
+        parse_baseline(str(settings.baseline))
+    except ValueError as err:
+        raise StrategyError(f"hydra.sweeper.baseline: {err}") from None
+    return replace(settings, baseline=str(settings.baseline), seeds_strategy=seeds_strategy)
 
-    def as_state(self) -> TuneStrategySettings:
-        """The settings as the state keeps them."""
-        seeds_strategy = None if self.seeds_strategy is None else self.planner_settings()
-        return TuneStrategySettings(**self.counts, sampler_seed=self.sampler_seed, trial_seed=self.trial_seed,
-                                    pruner=self.pruner, baseline=str(self.baseline), seeds_strategy=seeds_strategy)
+
+def seeds_strategy_settings(settings: TuneSettings) -> SeedsSettings:
+    """The seeds strategy's settings that size the best values' seeds (``seeds_strategy``), checked."""
+    given = settings.seeds_strategy
+    allowed = set(SEEDS_SETTINGS) - {"baseline"}
+    if not isinstance(given, dict) or set(given) - allowed:
+        unknown = sorted(set(given) - allowed) if isinstance(given, dict) else [repr(given)]
+        raise StrategyError(f"hydra.sweeper.seeds_strategy: {unknown[0]} is not a setting of the seeds strategy; "
+                            f"allowed: null or a dict of {', '.join(sorted(allowed))}")
+    return checked_settings({**given, "baseline": settings.baseline})
 
 
 def family_size(rows: list, baseline) -> int:
@@ -165,15 +154,15 @@ class TunePlanner:
     """``next_jobs(sweep)`` after every batch (the trials, then the best values' seeds); ``state()``
     for the state file. ``name(overrides) -> dirname`` names a cell as the launcher will."""
 
-    def __init__(self, settings: TuneSettings, rows: list, distributions: dict, sweep_dir: Path, name,
+    def __init__(self, settings: TuneSettings, rows: list, space: dict, sweep_dir: Path, name,
                  before: TuneState = None):
-        self.settings, self.rows, self.distributions = settings, rows, distributions
+        self.settings, self.rows, self.space = settings, rows, space   # settings: as ``checked`` gives them
+        self.distributions = space_distributions(space)
         self.sweep_dir, self.name, self.before = Path(sweep_dir), name, before
-        self.counts = settings.counts
         self.row_index = {row.row: index for index, row in enumerate(rows)}  # seeds each row's sampler
         self.phase, self.launched, self.seeds_planner, self.words = TRIALS, set(), None, ""
         if before is None and settings.seeds_strategy is not None:   # refused before any trial, not after
-            new_design_check(settings.planner_settings().design, family_size(rows, settings.baseline))
+            new_design_check(settings.seeds_strategy.design, family_size(rows, settings.baseline))
 
     def next_jobs(self, sweep) -> list:
         """The cells to launch next (``Job`` values); [] when the sweep is done."""
@@ -203,7 +192,7 @@ class TunePlanner:
 
     def study(self, row: TuneRow, number: int = None):
         sampler = None if number is None else studies.sampler(
-            self.settings.sampler_seed, self.row_index[row.row], number, self.counts["startup_trials"])
+            self.settings.sampler_seed, self.row_index[row.row], number, self.settings.startup_trials)
         return studies.open_study(self.sweep_dir, row.study, the_sampler=sampler)
 
     def trial_cell(self, row: TuneRow, number: int, params: dict) -> Trial:
@@ -243,10 +232,10 @@ class TunePlanner:
         batch = []
         for row in self.rows:
             running = [t for t in row.trials if t.state == RUNNING and t.dirname not in launched]
-            batch += [(row, t) for t in running[:self.counts["batch_trials"]]]
-            for _ in range(self.counts["batch_trials"] - len(running)):
+            batch += [(row, t) for t in running[:self.settings.batch_trials]]
+            for _ in range(self.settings.batch_trials - len(running)):
                 number = len(row.trials)
-                if number >= self.counts["trials"]:
+                if number >= self.settings.trials:
                     break
                 trial = self.study(row, number).ask(self.distributions)
                 if trial.number != number:  # another process asked meanwhile: nothing here is that trial's
@@ -263,7 +252,7 @@ class TunePlanner:
     def plan_seeds(self) -> SeedsPlanner:
         """The seeds strategy's planner for the best values' seeds: each row against its baseline row
         (both at their own best values), a look after every batch, until it stops."""
-        settings = self.settings.planner_settings()
+        settings = self.settings.seeds_strategy
         base_key, base_value = parse_baseline(str(settings.baseline))
         self.tuned = [row for row in self.rows if row.best is not None]
         self.planned = {row.row: PlannedRow(SeedsRow(
@@ -292,7 +281,7 @@ class TunePlanner:
         for row in self.rows:
             if row.best is None:
                 continue
-            row.seeds = list(range(1, self.counts["seeds"] + 1))
+            row.seeds = list(range(1, self.settings.seeds + 1))
             for seed in row.seeds:
                 overrides, dirname = self.final_cell(row, seed)
                 if not is_ok(Record.read(self.sweep_dir / dirname)):
@@ -308,4 +297,4 @@ class TunePlanner:
         """The plan as it stands: every trial's cell, each row's best values and its final cells."""
         cells = [StateCell(*reversed(self.final_cell(row, seed))) for row in self.rows if row.best is not None
                  for seed in row.seeds]
-        return TuneState(self.settings.as_state(), self.settings.space, self.rows, cells)
+        return TuneState(self.settings, self.space, self.rows, cells)
