@@ -10,6 +10,18 @@ posenc.trainer.train`` reaches before it parses its arguments (tests/test_warm_t
 the two, checkpoints and hypotheses, byte for byte). The harness starts a warm trainer only with the
 cell's exact environment, since torch reads some variables (``OMP_NUM_THREADS``) at import.
 
+No CUDA before a fork: this process imports torch and fairseq, and then lives, with
+``CUDA_VISIBLE_DEVICES=""`` (``posenc.trainer.cuda_fork.hide_gpus``, which says why), so nothing it does
+asks the CUDA runtime anything and no cell is forked from a process CUDA has marked; each cell's
+process sets the cell's own environment (its ``CUDA_VISIBLE_DEVICES``) before ``main`` runs. What
+fairseq took from the device count at import (the defaults of ``--distributed-world-size``,
+``--distributed-num-procs``, ``--nprocs-per-node``) is then 1, not the cell's count; the cell's command
+line sets ``--distributed-world-size`` always (``posenc.harness.config.commands.device_flags``, with
+``--distributed-init-method`` for several GPUs, so fairseq infers nothing else from the count at
+import), fairseq spawns its ranks by the device count at run time, and ``--nprocs-per-node`` only
+serves SlowMo, which no cell uses: a forked cell trains as a cold one. A cell that finds itself in a
+bad fork anyway is run again cold by the harness (``posenc.harness.run.step``).
+
 Each cell runs in a session of its own (the harness stops it with a signal to its group), dies with
 this process, which dies with the harness (``PR_SET_PDEATHSIG``), and this process leaves when the
 harness closes the socket or after ``IDLE_S`` without a cell.
@@ -22,11 +34,13 @@ the cell has its own session, then ``{"returncode"}`` (``subprocess``'s conventi
 import signal  # isort: skip
 import sys  # isort: skip
 
+from posenc.trainer.cuda_fork import hide_gpus  # isort: skip
 from posenc.trainer.stop import IGNORED  # isort: skip
 
 if __name__ == "__main__":  # SLURM's time-limit warning must not kill this process while it imports
     for _signum in IGNORED:
         signal.signal(_signum, signal.SIG_IGN)
+hide_gpus()  # before torch is imported, for good: this process never touches CUDA (see the docstring)
 
 # What a cold trainer imports before it parses its arguments; fairseq_train first (fairseq's log format).
 import posenc.trainer.train as entry  # noqa: E402  isort: skip
