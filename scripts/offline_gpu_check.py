@@ -151,9 +151,10 @@ class Figures:
         self.path = path
         self.data = {"mode": mode.name, "python": platform.python_version(), "budget_s": BUDGET_S, "steps_s": {}}
 
-    def put(self, key: str, value) -> None:
+    def put(self, key: str, value):
         self.data[key] = value
         write_json_atomic(self.path, self.data)
+        return value
 
 
 def needs() -> str:
@@ -541,7 +542,8 @@ def prepare(opts, mode: Mode, figures: Figures) -> Path:
     if opts.cpu_rehearsal:
         figures.put("torch", torch_of(str(opts.cpu_rehearsal / "python")))
         return opts.cpu_rehearsal.resolve()
-    figures.put("torch", check_python())
+    found = figures.put("torch", check_python())
+    say(f"torch {found['version']} (CUDA {found['cuda']}) in {sys.executable}, as the check needs: {needs()}")
     started = time.monotonic()
     bin_dir = install(opts.wheelhouse.resolve(), opts.target.resolve())
     figures.data["steps_s"]["install"] = round(time.monotonic() - started, 1)
@@ -554,7 +556,6 @@ def main(argv=None) -> int:
     started = time.monotonic()
     opts = parse_cli(argv)
     mode = CPU_REHEARSAL if opts.cpu_rehearsal else GPU
-    say(f"this machine needs {needs()}")
     figures = Figures(opts.out.resolve(), mode)
     figures.put("needs", needs())
     bin_dir = prepare(opts, mode, figures)
