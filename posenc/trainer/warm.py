@@ -44,34 +44,40 @@ hide_gpus()  # before torch is imported, for good: this process never touches CU
 
 # What a cold trainer imports before it parses its arguments; fairseq_train first (fairseq's log format).
 import posenc.trainer.train as entry  # noqa: E402  isort: skip
-import ctypes  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import shlex  # noqa: E402
 import socket  # noqa: E402
 import traceback  # noqa: E402
+
+import setproctitle  # noqa: E402
 
 import posenc.trainer.fairseq_decode  # noqa: E402, F401  (the decoding in the trainer, imported once too)
 from posenc.trainer.parent_death import die_with_parent  # noqa: E402
 
 IDLE_S = 900          # a warm trainer nobody has asked for a cell this long leaves
 MAX_MESSAGE = 1 << 20
+NO_ENV = "SPT_NOENV"  # setproctitle: stay inside the argument area, leave the environment's alone
 WARM_START_MARK = "posenc: warm start: this trainer was forked by the warm trainer (its imports paid once), pid"
 
 
 def retitle(words: list) -> None:
-    """Show ``words`` as this process's command line (``ps``, ``/proc/PID/cmdline``): a cell's
-    trainer then reads as the ``python -m posenc.trainer.train ...`` it stands for. It writes only
-    inside the argument area the process started with (the harness reserves room: ``TITLE_ROOM``
-    of ``posenc.harness.run.warm``), so ``/proc/PID/environ``
-    stays the environment it started with; too long a title is cut. Linux only; elsewhere nothing."""
+    """Show ``words`` as this process's command line (``ps``, ``/proc/PID/cmdline``), joined as a
+    shell would quote them: a cell's trainer then reads as the ``python -m posenc.trainer.train ...``
+    it stands for. ``setproctitle`` writes it; ``SPT_NOENV``, set for the call only, keeps it inside
+    the argument area the process started with (the harness reserves room: ``TITLE_ROOM`` of
+    ``posenc.harness.run.warm``), so ``/proc/PID/environ`` stays the environment it started with and
+    too long a title is cut. (setproctitle also names the process, ``/proc/PID/comm``, by the
+    title's first 15 bytes.)"""
+    kept = os.environ.get(NO_ENV)
+    os.environ[NO_ENV] = "1"
     try:
-        fields = open("/proc/self/stat", "rb").read().rsplit(b")", 1)[1].split()
-        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end: the 48th and 49th fields
-    except (OSError, IndexError, ValueError):
-        return
-    room = end - start
-    title = "\0".join(words).encode()[:room - 1]
-    ctypes.memmove(start, title + b"\0" * (room - len(title)), room)
+        setproctitle.setproctitle(shlex.join(words))
+    finally:
+        if kept is None:
+            del os.environ[NO_ENV]
+        else:
+            os.environ[NO_ENV] = kept
 
 
 def send(sock, **message) -> None:
