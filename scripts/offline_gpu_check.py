@@ -483,6 +483,8 @@ def paper_model_step(check: Check, timeout_s: float) -> dict:
     result = run_posenc(check, "paper_model", overrides, timeout_s)
     log = check.work / "paper_model" / "train.log"
     result.update(throughput(log) if result["passed"] and log.exists() else {"wps": None, "ups": None, "records": 0})
+    if result["passed"] and not result["records"]:
+        result["why_no_speed"] = "fairseq logged no train_inner record after its first (one every 50 updates)"
     return {**result, "updates": check.opts.paper_updates}
 
 
