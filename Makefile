@@ -63,7 +63,8 @@ gpu-check: setup
 
 # For an offline GPU node (docs/clusters.md): every wheel the project needs for Python PYVER, torch
 # aside (the node brings its own; TORCH_VERSION, the node's, picks torchaudio), into WHEELHOUSE.
-# On the node, with the Python that has its torch: make offline-gpu-check WHEELHOUSE=... PYTHON=python3
+# On the node, with the Python that has its torch (a CUDA build >= 2.11, outside any venv, with its venv
+# module): make offline-gpu-check WHEELHOUSE=... PYTHON=python3 (under 8 minutes by results/h200_synthetic.md)
 PYVER ?= 3.12
 TORCH_VERSION ?= 2.11.0
 WHEELHOUSE ?= wheelhouse-py$(PYVER)

@@ -89,17 +89,19 @@ def test_a_bad_warm_trainer_setting_is_refused_in_one_line(tmp_path):
 
 
 def test_a_forked_cell_shows_its_own_command_line_and_keeps_its_environment(tmp_path):
-    code = ("import posenc.trainer.warm as w; w.retitle(['python', '-m', 'posenc.trainer.train', 'DATA']); "
+    """setproctitle writes the title within the argument area (SPT_NOENV, for the call only): the
+    environment the process started with is its /proc/PID/environ still, byte for byte."""
+    code = ("import os, posenc.trainer.warm as w; w.retitle(['python', '-m', 'posenc.trainer.train', 'DATA', 'a b']); "
             "import sys; open(sys.argv[1], 'wb').write(open('/proc/self/cmdline', 'rb').read().rstrip(b'\\0') "
-            "+ b'|' + open('/proc/self/environ', 'rb').read())")
+            "+ b'|' + open('/proc/self/environ', 'rb').read() + b'|' + str('SPT_NOENV' in os.environ).encode())")
     env = {"PATH": os.environ["PATH"], "MARKER": "kept", **({"PYTHONPATH": os.environ["PYTHONPATH"]}
                                                              if "PYTHONPATH" in os.environ else {})}
     seen = tmp_path / "seen"
     subprocess.run([sys.executable, "-c", code, str(seen), " " * 200], env=env, timeout=120, check=True,
                    capture_output=True)
-    cmdline, environ = seen.read_bytes().split(b"|", 1)
-    assert cmdline == b"python\0-m\0posenc.trainer.train\0DATA"
-    assert b"MARKER=kept\0" in environ
+    cmdline, environ, left = seen.read_bytes().split(b"|")
+    assert cmdline == b"python -m posenc.trainer.train DATA 'a b'"
+    assert environ == b"".join(f"{k}={v}\0".encode() for k, v in env.items()) and left == b"False"
 
 
 def test_where_no_warm_trainer_starts_the_cell_starts_cold_and_says_why(monkeypatch):

@@ -10,6 +10,18 @@ posenc.trainer.train`` reaches before it parses its arguments (tests/test_warm_t
 the two, checkpoints and hypotheses, byte for byte). The harness starts a warm trainer only with the
 cell's exact environment, since torch reads some variables (``OMP_NUM_THREADS``) at import.
 
+No CUDA before a fork: this process imports torch and fairseq, and then lives, with
+``CUDA_VISIBLE_DEVICES=""`` (``posenc.trainer.cuda_fork.hide_gpus``, which says why), so nothing it does
+asks the CUDA runtime anything and no cell is forked from a process CUDA has marked; each cell's
+process sets the cell's own environment (its ``CUDA_VISIBLE_DEVICES``) before ``main`` runs. What
+fairseq took from the device count at import (the defaults of ``--distributed-world-size``,
+``--distributed-num-procs``, ``--nprocs-per-node``) is then 1, not the cell's count; the cell's command
+line sets ``--distributed-world-size`` always (``posenc.harness.config.commands.device_flags``, with
+``--distributed-init-method`` for several GPUs, so fairseq infers nothing else from the count at
+import), fairseq spawns its ranks by the device count at run time, and ``--nprocs-per-node`` only
+serves SlowMo, which no cell uses: a forked cell trains as a cold one. A cell that finds itself in a
+bad fork anyway is run again cold by the harness (``posenc.harness.run.step``).
+
 Each cell runs in a session of its own (the harness stops it with a signal to its group), dies with
 this process, which dies with the harness (``PR_SET_PDEATHSIG``), and this process leaves when the
 harness closes the socket or after ``IDLE_S`` without a cell.
@@ -22,42 +34,50 @@ the cell has its own session, then ``{"returncode"}`` (``subprocess``'s conventi
 import signal  # isort: skip
 import sys  # isort: skip
 
+from posenc.trainer.cuda_fork import hide_gpus  # isort: skip
 from posenc.trainer.stop import IGNORED  # isort: skip
 
-if __name__ == "__main__":  # SLURM's time-limit warning must not kill this process while it imports
-    for _signum in IGNORED:
+if __name__ == "__main__":  # the warm trainer's own process, not a module that imports this one
+    for _signum in IGNORED:  # SLURM's time-limit warning must not kill this process while it imports
         signal.signal(_signum, signal.SIG_IGN)
+    hide_gpus()  # before torch is imported, for good: this process never touches CUDA (see the docstring)
 
 # What a cold trainer imports before it parses its arguments; fairseq_train first (fairseq's log format).
 import posenc.trainer.train as entry  # noqa: E402  isort: skip
-import ctypes  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import shlex  # noqa: E402
 import socket  # noqa: E402
 import traceback  # noqa: E402
+
+import setproctitle  # noqa: E402
 
 import posenc.trainer.fairseq_decode  # noqa: E402, F401  (the decoding in the trainer, imported once too)
 from posenc.trainer.parent_death import die_with_parent  # noqa: E402
 
 IDLE_S = 900          # a warm trainer nobody has asked for a cell this long leaves
 MAX_MESSAGE = 1 << 20
+NO_ENV = "SPT_NOENV"  # setproctitle: stay inside the argument area, leave the environment's alone
 WARM_START_MARK = "posenc: warm start: this trainer was forked by the warm trainer (its imports paid once), pid"
 
 
 def retitle(words: list) -> None:
-    """Show ``words`` as this process's command line (``ps``, ``/proc/PID/cmdline``): a cell's
-    trainer then reads as the ``python -m posenc.trainer.train ...`` it stands for. It writes only
-    inside the argument area the process started with (the harness reserves room: ``TITLE_ROOM``
-    of ``posenc.harness.run.warm``), so ``/proc/PID/environ``
-    stays the environment it started with; too long a title is cut. Linux only; elsewhere nothing."""
+    """Show ``words`` as this process's command line (``ps``, ``/proc/PID/cmdline``), joined as a
+    shell would quote them: a cell's trainer then reads as the ``python -m posenc.trainer.train ...``
+    it stands for. ``setproctitle`` writes it; ``SPT_NOENV``, set for the call only, keeps it inside
+    the argument area the process started with (the harness reserves room: ``TITLE_ROOM`` of
+    ``posenc.harness.run.warm``), so ``/proc/PID/environ`` stays the environment it started with and
+    too long a title is cut. (setproctitle also names the process, ``/proc/PID/comm``, by the
+    title's first 15 bytes.)"""
+    kept = os.environ.get(NO_ENV)
+    os.environ[NO_ENV] = "1"
     try:
-        fields = open("/proc/self/stat", "rb").read().rsplit(b")", 1)[1].split()
-        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end: the 48th and 49th fields
-    except (OSError, IndexError, ValueError):
-        return
-    room = end - start
-    title = "\0".join(words).encode()[:room - 1]
-    ctypes.memmove(start, title + b"\0" * (room - len(title)), room)
+        setproctitle.setproctitle(shlex.join(words))
+    finally:
+        if kept is None:
+            del os.environ[NO_ENV]
+        else:
+            os.environ[NO_ENV] = kept
 
 
 def send(sock, **message) -> None:

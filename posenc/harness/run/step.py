@@ -10,6 +10,7 @@ from posenc.harness.config.environment import child_environment
 from posenc.harness.run import child, warm
 from posenc.harness.run.failures import exit_reason
 from posenc.harness.run.signals import STOP, StopRequested, deferred
+from posenc.trainer import cuda_fork
 
 
 class StepFailed(RuntimeError):
@@ -17,6 +18,35 @@ class StepFailed(RuntimeError):
 
 
 def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_line=None, env: dict = None,
+             append: bool = False, stop_if=None, warm_start: bool = False) -> float:
+    """``run_once``; a warm-started trainer that finds itself in a bad fork (``cuda_fork``: CUDA was
+    touched in the warm trainer after all) runs again cold, once, after a line in its log saying why,
+    and this process's later cells with that environment start cold."""
+    started = time.monotonic()
+    offset = Path(log_path).stat().st_size if append and Path(log_path).exists() else 0
+    try:
+        return run_once(name, argv, log_path, timeout_s, on_line, env, append, stop_if, warm_start)
+    except StepFailed:
+        if not (warm_start and warm.warmable(argv)) or cuda_fork.old_behaviour() or not _bad_fork(log_path, offset):
+            raise
+    why = (f"posenc: {name}: the warm trainer's fork of this trainer failed ({cuda_fork.BAD_FORK}); "
+           "it runs again cold, once, and the rest of this worker's cells start cold")
+    warm.SLOT.refuse(child_environment(env or {}), f"a forked trainer failed ({cuda_fork.BAD_FORK})")
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(why + "\n")
+    if on_line:
+        on_line(why + "\n")
+    run_once(name, argv, log_path, timeout_s, on_line, env, True, stop_if, False)
+    return time.monotonic() - started
+
+
+def _bad_fork(log_path: Path, offset: int) -> bool:
+    with open(log_path, encoding="utf-8", errors="replace") as log:
+        log.seek(offset)
+        return cuda_fork.bad_fork(log.read().splitlines())
+
+
+def run_once(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_line=None, env: dict = None,
              append: bool = False, stop_if=None, warm_start: bool = False) -> float:
     """Run ``argv`` in the user's environment with ``env`` (the harness's variables, see
     ``posenc.harness.config.environment``) on top, and nothing else; every output line goes to ``log_path``

@@ -132,10 +132,20 @@ class _Slot:
         self.trainer = None
         self.lock = threading.Lock()
         self.said = False
+        self.refused = {}  # why no warm trainer serves an environment any more (a bad fork in it)
         atexit.register(self.close)
+
+    def refuse(self, env: dict, why: str) -> None:
+        """No warm trainer for ``env`` from now on in this process: its cells start cold."""
+        self.close()
+        with self.lock:
+            self.refused[json.dumps(env, sort_keys=True)] = why
 
     def trainer_for(self, env: dict) -> WarmTrainer:
         with self.lock:
+            why = self.refused.get(json.dumps(env, sort_keys=True))
+            if why:
+                raise WarmUnavailable(why)
             if self.trainer is not None and (self.trainer.env != env or not self.trainer.alive()):
                 self.trainer.close()
                 self.trainer = None
