@@ -38,7 +38,11 @@ from posenc.harness.launch.parallel import (
 from posenc.harness.run.failures import gpu_out_of_memory
 
 SHARE_FILE = "share.json"
-CONTEXT_GIB = 2.0      # per process: the CUDA context, cuDNN/cuBLAS workspaces, the caching allocator's slack
+# Per process: the CUDA context, cuDNN/cuBLAS workspaces, the caching allocator's reserve over what it
+# hands out (the H200's measured peaks, 0.66 GiB, are torch's allocated bytes and leave these out). Not
+# measured by this project yet (make offline-gpu-check's packed sweep samples nvidia-smi's memory.used
+# to measure it); a cell that finds its GPU full anyway runs again alone (run_sharing).
+CONTEXT_GIB = 1.0
 FREE_FRACTION = 0.9    # of a GPU's free memory: room for what the estimate leaves out
 DEFAULT_VOCAB = 40000  # a corpus that states no subword size: WMT's joined dictionary
 
