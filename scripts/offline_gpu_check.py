@@ -61,6 +61,7 @@ PLACEMENTS = "both,none"  # 2 cells a sweep: 4 one at a time and 4 packed in all
 CELL = ["precision=fp16", "gpus=1"]        # a table 4 cell on the GPU
 PAPER = ["precision=fp16"]
 CPU_CELL = ["precision=fp32", "gpus=0", "budget=smoke"]  # --cpu: the same steps on a CPU (a rehearsal, no figure)
+CPU_PAPER = ["precision=fp32", "gpus=0"]
 PAPER_TIMEOUT_MIN = 5  # the paper step's limit: 200 updates take about 12 s on an H200 (results/h200_synthetic.md)
 MIN_TORCH = (2, 11)    # torchaudio 2.11.1, in the wheelhouse, requires torch 2.11
 NEEDS = ("the node must have a CUDA build of torch >= 2.11 (torchaudio 2.11.1 in the wheelhouse requires it; the "
@@ -207,7 +208,7 @@ def table4_sweep(bin_dir: Path, work: Path, env: dict, updates: int, name: str, 
     overrides = PACKED if name.startswith("packed") else ONE_AT_A_TIME
     sweep = work / f"{name}-seed{seed}"
     run = timed([str(bin_dir / "posenc-run"), "-m", "experiment=table4", f"seed={seed}", f"placement={PLACEMENTS}",
-                 *CELL, *extra,
+                 *(extra or CELL),
                  f"budget.max_update={updates}", *overrides, f"hydra.sweep.dir={sweep}"],
                 work, env, work / f"{sweep.name}.log")
     run["cells_ok"] = sum(_status(p) == "ok" for p in sweep.glob("*/result.json"))
@@ -261,7 +262,7 @@ def warm_and_cold(bin_dir: Path, work: Path, env: dict, updates: int, figures, e
     runs = {}
     for name, flag in (("warm", "true"), ("cold", "false")):
         job = work / f"cell-{name}"
-        run = timed([str(bin_dir / "posenc-run"), "experiment=table4", "seed=1", "placement=both", *CELL, *extra,
+        run = timed([str(bin_dir / "posenc-run"), "experiment=table4", "seed=1", "placement=both", *(extra or CELL),
                      f"budget.max_update={updates}", f"runtime.warm_trainer={flag}", f"hydra.run.dir={job}"],
                     work, env, work / f"cell-{name}.log")
         runs[name] = (run, job)
@@ -279,7 +280,7 @@ def paper_model(bin_dir: Path, work: Path, env: dict, updates: int, figures, ext
     would never end); fairseq's own throughput only from a log this run wrote and finished."""
     log = work / "paper" / "train.log"
     log.unlink(missing_ok=True)
-    run = timed([str(bin_dir / "posenc-run"), "model=fconv_table4", "budget=paper", *PAPER, *extra,
+    run = timed([str(bin_dir / "posenc-run"), "model=fconv_table4", "budget=paper", *(extra or PAPER),
                  f"budget.max_update={updates}", f"budget.step_timeout_min={PAPER_TIMEOUT_MIN}",
                  f"hydra.run.dir={work / 'paper'}"], work, env, work / "paper.log")
     speed = throughput(log) if run["exit_status"] == 0 and log.is_file() else {"wps": None, "ups": None, "records": 0}
@@ -298,11 +299,11 @@ def gpu_check(bin_dir: Path, work: Path, env: dict, updates: int, figures, cpu: 
 
 def steps(opts, bin_dir: Path, work: Path, env: dict, figures) -> None:
     """Each step in turn, timed, its figures written as it ends; a step that fails leaves its exit status."""
-    extra = CPU_CELL if opts.cpu else ()
+    extra, paper_extra = (CPU_CELL, CPU_PAPER) if opts.cpu else (CELL, PAPER)
     plan = (("gpu_check", lambda: gpu_check(bin_dir, work, env, opts.gpu_check_updates, figures, opts.cpu)),
             ("table4", lambda: interleaved(bin_dir, work, env, opts.table4_updates, figures, extra)),
             ("warm_and_cold", lambda: warm_and_cold(bin_dir, work, env, opts.table4_updates, figures, extra)),
-            ("paper_model", lambda: paper_model(bin_dir, work, env, opts.paper_updates, figures, extra)))
+            ("paper_model", lambda: paper_model(bin_dir, work, env, opts.paper_updates, figures, paper_extra)))
     for name, step in plan:
         started = time.monotonic()
         print(f"offline-gpu-check: {name} ...", file=sys.stderr, flush=True)

@@ -107,7 +107,7 @@ def test_the_paper_step_has_a_timeout_and_cpu_mode_fits_a_cpu(tmp_path, monkeypa
     check = load("offline_gpu_check")
     argvs = []
     monkeypatch.setattr(check, "timed", lambda argv, cwd, env, log: argvs.append(argv) or {"exit_status": 0})
-    check.paper_model(tmp_path, tmp_path, {}, 200, check.Figures(tmp_path / "f.json"), check.CPU_CELL)
+    check.paper_model(tmp_path, tmp_path, {}, 200, check.Figures(tmp_path / "f.json"), check.CPU_PAPER)
     assert f"budget.step_timeout_min={check.PAPER_TIMEOUT_MIN}" in argvs[0] and check.PAPER_TIMEOUT_MIN > 0
     assert "gpus=0" in argvs[0] and "budget=paper" in argvs[0]
 
