@@ -157,3 +157,12 @@ def test_the_calibrated_estimate_stays_above_the_measured_peak_with_a_margin():
     calibrated = memory.training_gib(parts, half=True)
     whole = (parts["half_state"] + parts["activations"] / 2) / memory.GIB
     assert 1.25 * peak <= calibrated < whole
+
+
+def test_a_one_gpu_cell_records_the_first_of_the_gpus_it_was_shown(monkeypatch):
+    from posenc.harness.run.lifecycle import gpu_fields
+    monkeypatch.setattr(machine, "smi", lambda *args: MIG_SMI)
+    one = gpu_fields({"device": "cuda: NVIDIA A100-SXM4-80GB x1"}, {"CUDA_VISIBLE_DEVICES": "1,0"})
+    assert one == {"gpu_index": "1", "gpu_uuid": "GPU-6e6c2d2f-0000-0000-0000-000000000000"}
+    two = gpu_fields({"device": "cuda: NVIDIA A100-SXM4-80GB x2"}, {"CUDA_VISIBLE_DEVICES": "1,0"})
+    assert two["gpu_index"] == "1,0"

@@ -7,6 +7,7 @@ resumes where it stopped (``posenc.harness.run.resume``), runs under a per-cell 
 """
 
 import os
+import re
 import shutil
 import time
 import traceback
@@ -237,9 +238,12 @@ def train(cell, job_dir: Path, argv: list, env: dict, limit_s: float, resuming: 
 def gpu_fields(training: dict, env: dict) -> dict:
     """Which GPU(s) of the node a CUDA cell ran on (``machine.gpu_identity``: index and UUID, not only
     the model its ``device`` names), from the devices its slot gave it."""
-    if not str(training.get("device")).startswith("cuda"):
+    device = str(training.get("device"))
+    if not device.startswith("cuda"):
         return {}
-    return machine.gpu_identity(env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")))
+    visible = env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    ranks = sum(int(n) for n in re.findall(r" x(\d+)", device)) or 1  # it trains on the first ``ranks`` of them
+    return machine.gpu_identity(None if visible is None else ",".join(visible.split(",")[:ranks]))
 
 
 def _train_log(job_dir: Path) -> list:
