@@ -134,8 +134,8 @@ RESULT_KEYS = ("experiment", "model", "data", "pe", "placement", "encoder_pos", 
                    "bleu", "bleu_signature", "bleu_options", "tok_bleu", "chrf", "chrf_signature", "chrf_options",
                    "test_sentences", "hypotheses", "generate_wall_s")),
                "valid_ppl", "valid_loss", "num_updates", "epochs", "best_epoch", "stopped_by", "device",
-               "train_wall_s", "resumed_from_update", "resume_exact", "job_dir", "config_hash", "corpus",
-               "cell_wall_s")
+               "gpu_index", "gpu_uuid", "train_wall_s", "resumed_from_update", "resume_exact", "job_dir", "config_hash",
+               "corpus", "cell_wall_s")
 
 
 def test_each_split_is_one_type_and_result_json_keeps_its_flat_keys(tmp_path):

@@ -101,6 +101,8 @@ class Record:
     best_epoch: int = None
     stopped_by: str = None
     device: str = None
+    gpu_index: str = None  # the GPU(s) it ran on, in nvidia-smi's numbering (several cells share a node)
+    gpu_uuid: str = None
     train_wall_s: float = None
     resumed_from_update: int = 0
     # every resume restored all a cell draws from (posenc.trainer.exact_resume); None: never resumed
@@ -239,8 +241,8 @@ for _split in SPLITS:
 # Fields written only once a cell has them (the long split, training's details, the cell's timings).
 _ONLY_WHEN_SET = frozenset({*(field(n, "test_long") for n in SPLIT_FIELDS),
                             "bleu_options", "chrf_options", "chrf_signature", "generate_wall_s", "epochs",
-                            "best_epoch", "stopped_by", "device", "config_hash", "corpus", "cell_wall_s",
-                            "trial", "valid_loss", "resume_exact"})
+                            "best_epoch", "stopped_by", "device", "gpu_index", "gpu_uuid", "config_hash", "corpus",
+                            "cell_wall_s", "trial", "valid_loss", "resume_exact"})
 
 
 def new_record(identity: dict, job_dir: Path, family: str, error: str = "") -> Record:

@@ -4,9 +4,7 @@
 (``check_hardware``). The fairseq flags they become, and why, are ``posenc.harness.config.commands``'s.
 """
 
-import subprocess
-import sys
-
+from posenc.harness import machine
 from posenc.harness.errors import ConfigError
 
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -34,14 +32,9 @@ def needs_cuda(cell) -> int:
 
 
 def cuda_device_count(env: dict) -> int:
-    """CUDA devices torch sees in a child with this environment. A child, because the harness's
-    parent process never imports torch; asked only when a cell needs CUDA (a second or two)."""
-    code = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
-    try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-        return int(proc.stdout.strip().splitlines()[-1])
-    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
-        return 0
+    """CUDA devices torch sees in a child with this environment (``machine.cuda_device_count``: asked
+    once per process and environment, and only when a cell needs CUDA)."""
+    return machine.cuda_device_count(env)
 
 
 def check_hardware(cell, env: dict) -> None:

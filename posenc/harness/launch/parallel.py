@@ -69,12 +69,14 @@ def threads_env(concurrent: int, environ=None) -> dict:
 
 
 def visible_gpus(environ=None) -> list:
-    """The GPUs this process may use, without importing torch: ``CUDA_VISIBLE_DEVICES`` where it is
-    set, else the devices ``nvidia-smi -L`` lists, else none."""
+    """The GPUs this process may use, without importing torch here: ``CUDA_VISIBLE_DEVICES`` where it is
+    set, else the devices ``nvidia-smi -L`` lists (a MIG GPU's instances by UUID), else as many as
+    torch counts in a child (a node without nvidia-smi), so that cells side by side still take one
+    slot each rather than all landing on cuda:0 at once."""
     environ = os.environ if environ is None else environ
     if "CUDA_VISIBLE_DEVICES" in environ:
         return [d.strip() for d in environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip() and d.strip() != "-1"]
-    return [str(i) for i in range(len(machine.smi_lines()))]
+    return machine.cuda_devices() or [str(i) for i in range(machine.cuda_device_count(dict(environ)))]
 
 
 class _Slots:
@@ -84,6 +86,23 @@ class _Slots:
 
     def __init__(self, lock_dir: Path, per_gpu: int):
         self.lock_dir, self.per_gpu = lock_dir, per_gpu
+
+    def load(self, gpu) -> int:
+        """How many of ``gpu``'s slots other cells hold now (a glance: the slot itself is then taken by lock)."""
+        taken = 0
+        for k in range(self.per_gpu):
+            slot = self.lock(gpu, k)
+            if _try(slot):
+                slot.release()
+            else:
+                taken += 1
+        return taken
+
+    def order(self, gpus: list) -> list:
+        """``gpus`` least loaded first, so cells spread over the GPUs instead of filling the first; among
+        equals, the ones this process had last (a worker's next cell stays where its warm trainer is)."""
+        last = _LAST_HELD.get(str(self.lock_dir), [])
+        return sorted(gpus, key=lambda gpu: (self.load(gpu), gpu not in last))
 
     def lock(self, gpu, name) -> FileLock:
         return FileLock(str(self.lock_dir / f"gpu-{gpu}-{name}.lock"))
@@ -103,11 +122,12 @@ class _Slots:
     def shared(self, gpus: list, needed: int) -> list:
         """A slot on each of ``needed`` GPUs, all at once or none: ``[(gpu, {"slot": lock})]`` or []."""
         held = []
-        for gpu in gpus:
+        for gpu in self.order(gpus):
             slot = self.one_slot(gpu)
             if slot:
                 held.append((gpu, {"slot": slot}))
                 if len(held) == needed:
+                    _LAST_HELD[str(self.lock_dir)] = [g for g, _ in held]
                     return held
         release(held)  # never sit on some while waiting for more: two cells could deadlock
         return []
@@ -134,6 +154,10 @@ class _Slots:
                     if _try(slot):
                         locks[k] = slot
         return held if all(len(locks) == self.per_gpu + 1 for _, locks in held) else []
+
+
+# The GPUs this process's last cell of each sweep held (its own memory, of its own cells only).
+_LAST_HELD: dict = {}
 
 
 def _try(lock: FileLock) -> bool:
@@ -196,7 +220,9 @@ def cell_resources(cell, launcher, cells_in_sweep: int, sweep_dir: Path, say=Non
         yield env
         return
     with gpu_slots(lock_dir, gpus, cell.gpus, say=say, per_gpu=per_gpu, alone=alone) as mine:
-        yield dict(env, CUDA_VISIBLE_DEVICES=",".join(mine))
+        # Slot ids are nvidia-smi's (PCI bus) order; CUDA numbers by speed unless told otherwise.
+        yield dict(env, CUDA_VISIBLE_DEVICES=",".join(mine),
+                   CUDA_DEVICE_ORDER=os.environ.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID"))
 
 
 def task_cells(launcher, environ=None) -> int:

@@ -38,7 +38,11 @@ from posenc.harness.launch.parallel import (
 from posenc.harness.run.failures import gpu_out_of_memory
 
 SHARE_FILE = "share.json"
-CONTEXT_GIB = 2.0      # per process: the CUDA context, cuDNN/cuBLAS workspaces, the caching allocator's slack
+# Per process: the CUDA context, cuDNN/cuBLAS workspaces, the caching allocator's reserve over what it
+# hands out (the H200's measured peaks, 0.66 GiB, are torch's allocated bytes and leave these out). Not
+# measured by this project yet (make offline-gpu-check's packed sweep samples nvidia-smi's memory.used
+# to measure it); a cell that finds its GPU full anyway runs again alone (run_sharing).
+CONTEXT_GIB = 1.0
 FREE_FRACTION = 0.9    # of a GPU's free memory: room for what the estimate leaves out
 DEFAULT_VOCAB = 40000  # a corpus that states no subword size: WMT's joined dictionary
 
@@ -83,15 +87,29 @@ def training_need_gib(cfg) -> float:
     return parts["training_gib_half" if half else "training_gib_fp32"] + CONTEXT_GIB
 
 
-def decide(cfg, launcher, memory=None, need=None, cores: int = None, environ=None):
+def exclusive_share(gpus: list, exclusive: list):
+    """One cell a GPU where one of ``gpus`` is in an exclusive compute mode (``machine.exclusive_gpus``'s
+    indices; a second process there fails with "busy or unavailable"), else None. Ids that are not
+    indices (MIG or GPU UUIDs) are matched by any exclusive GPU of the machine."""
+    hit = [g for g in gpus if g in exclusive] if all(g.isdigit() for g in gpus) else list(exclusive)
+    if not hit:
+        return None
+    return Share(1, f"GPU {', '.join(hit)} in Exclusive_Process compute mode (nvidia-smi): one process each")
+
+
+def decide(cfg, launcher, memory=None, need=None, cores: int = None, environ=None, exclusive=None):
     """The sweep's ``Share``, or None where its cells do not share GPUs (another launcher, one cell at
     a time, ``gpus=0``, no GPU). A bad ``runtime.cells_per_gpu`` raises ConfigError. ``memory`` and
-    ``need`` are the two questions ``auto`` asks of torch, in children (tests answer them)."""
+    ``need`` are the two questions ``auto`` asks of torch, in children, and ``exclusive`` the one of
+    nvidia-smi (tests answer them)."""
     asked = cells_per_gpu(OmegaConf.select(cfg, "runtime.cells_per_gpu", default=AUTO))
     gpus = visible_gpus(environ)
     workers = concurrent_cells(launcher, 1 << 30, cores)
     if str(launcher.get("_target_", "")) != JOBLIB or cfg.gpus == 0 or not gpus or workers <= 1:
         return None
+    one_each = exclusive_share(gpus, (exclusive or machine.exclusive_gpus)())
+    if one_each:
+        return one_each
     if asked != AUTO:
         return Share(asked, f"runtime.cells_per_gpu={asked}")
     free = [f for f, _ in (memory or machine.gpu_memory_gib)()][:len(gpus)]

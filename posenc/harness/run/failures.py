@@ -7,8 +7,12 @@ import signal
 from posenc.harness.fairseq_logs import parse_record, record_updates, resumed_from
 
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): ?(.*)$")
-# A GPU that ran out of memory, as torch and fairseq say it (the kernel's OOM killer is the host's, not the GPU's).
-_GPU_OOM = re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED")
+# A GPU that ran out of memory, as torch and fairseq say it (the kernel's OOM killer is the host's, not the GPU's),
+# and the other ways a GPU others fill refuses a cell: a GPU in Exclusive_Process mode that another process
+# holds ("CUDA-capable device(s) is/are busy or unavailable"), and cuBLAS that cannot create its handle on a
+# nearly full GPU (CUBLAS_STATUS_NOT_INITIALIZED at cublasCreate). Run alone, such a cell gets the GPU.
+_GPU_OOM = re.compile(r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED"
+                      r"|CUBLAS_STATUS_NOT_INITIALIZED|busy or unavailable")
 # fairseq's trainer catches an OOM in the forward or backward pass, says this, and drops the batch.
 SKIPPED_BATCH = "attempting to recover from OOM in forward/backward pass"
 SKIP_REASON = "out of GPU memory beside other cells: fairseq skipped a batch (CUDA out of memory)"
@@ -35,7 +39,8 @@ def non_finite_loss(line: str):
 
 
 def gpu_out_of_memory(error: str) -> bool:
-    """Whether a failed step's one-line error says the GPU ran out of memory."""
+    """Whether a failed step's one-line error says the GPU ran out of memory, or was too full or taken
+    by another process to start the cell (``_GPU_OOM``): a cell that shared its GPU is run again alone."""
     return bool(_GPU_OOM.search(error or ""))
 
 

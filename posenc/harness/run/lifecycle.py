@@ -6,6 +6,8 @@ resumes where it stopped (``posenc.harness.run.resume``), runs under a per-cell 
 (``posenc.harness.run.signals``).
 """
 
+import os
+import re
 import shutil
 import time
 import traceback
@@ -16,6 +18,7 @@ from posenc.atomic import write_json_atomic, write_text_atomic
 from posenc.cells import layout
 from posenc.cells.record import TIME_CAP, Record, is_interrupted, is_pruned, new_record
 from posenc.corpora import prepare_corpus
+from posenc.harness import machine
 from posenc.harness.config.commands import commands_script, generate_command, train_command
 from posenc.harness.config.environment import child_environment
 from posenc.harness.config.precision import check_hardware
@@ -236,6 +239,7 @@ def train(cell, job_dir: Path, progress, step: TrainStep) -> dict:
     if training["valid_ppl"] is None or not resume.intact(layout.best_checkpoint(job_dir)):
         raise StepFailed(f"fairseq-train ended without a validated checkpoint (log: {log})")
     training["train_wall_s"] = wall
+    training.update(gpu_fields(training, step.env))
     if decoding.failure:
         progress.say(f"{decoding.failure}; fairseq-generate decodes instead")
     if training.get("stopped_by") == TIME_CAP:  # training's fields from fairseq's log, not yet a record
@@ -244,6 +248,17 @@ def train(cell, job_dir: Path, progress, step: TrainStep) -> dict:
                      f"{cell.length.max_epoch}: this cell's scores depend on the machine's speed")
     resume.finish_training(job_dir, cell, training)
     return training
+
+
+def gpu_fields(training: dict, env: dict) -> dict:
+    """Which GPU(s) of the node a CUDA cell ran on (``machine.gpu_identity``: index and UUID, not only
+    the model its ``device`` names), from the devices its slot gave it."""
+    device = str(training.get("device"))
+    if not device.startswith("cuda"):
+        return {}
+    visible = env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    ranks = sum(int(n) for n in re.findall(r" x(\d+)", device)) or 1  # it trains on the first ``ranks`` of them
+    return machine.gpu_identity(None if visible is None else ",".join(visible.split(",")[:ranks]))
 
 
 def _train_log(job_dir: Path) -> list:
