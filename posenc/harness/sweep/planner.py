@@ -100,8 +100,9 @@ def report_settings(settings) -> Settings:
 
 
 @dataclass(frozen=True)
-class Job:
-    """One cell a planner asks the launcher for: its overrides, and how the log names it."""
+class Launch:
+    """One cell a planner asks the launcher for: its overrides, and how the log names it (a cell
+    running is ``posenc.harness.app.Job``, Hydra's side of it)."""
     label: str
     overrides: list
 
@@ -194,8 +195,8 @@ class SeedsPlanner:
         return row.dirnames[seed]
 
     def next_jobs(self, sweep) -> list:
-        """``next_batch`` as the launcher takes it: a ``Job`` per cell."""
-        return [Job(f"{row.label} seed={seed}", row.overrides + [f"{SEED}={seed}"])
+        """``next_batch`` as the launcher takes it: a ``Launch`` per cell."""
+        return [Launch(f"{row.label} seed={seed}", row.overrides + [f"{SEED}={seed}"])
                 for row, seed in self.next_batch(sweep)]
 
     @staticmethod
@@ -411,5 +412,5 @@ def value_in(job, key):
     return next((line.split("=", 1)[1] for line in job if line.split("=", 1)[0] == key), None)
 
 
-__all__ = ["SEEDS_SETTINGS", "Job", "PlannedRow", "SeedsPlanner", "SeedsSettings", "StrategyError", "checked_settings",
-           "report_settings"]
+__all__ = ["SEEDS_SETTINGS", "Launch", "PlannedRow", "SeedsPlanner", "SeedsSettings", "StrategyError",
+           "checked_settings", "report_settings"]
