@@ -141,12 +141,14 @@ def design_note(state) -> list:
 
 
 def adopted_note(state) -> list:
-    """The cells a sweep found in its directory before its first look and adopted, said once."""
+    """The cells a sweep found in its directory and adopted (before its first look, or on a rerun:
+    cells its state had not launched), said once."""
     found = list(getattr(state, "adopted", None) or [])
     if not found:
         return []
-    return [f"Adopted: {len(found)} cells were in the sweep directory before the design's first look "
-            f"(hydra.sweeper.adopt=true), and that look took them all at once: {', '.join(found)}."]
+    return [f"Adopted: {len(found)} cells were in the sweep directory before the design launched them "
+            f"(hydra.sweeper.adopt=true), and the first look after they were found took them as they were: "
+            f"{', '.join(found)}."]
 
 
 SAME_SEEDS = ("One row, one set of seeds: a stopped row's every column (BLEU, chrF++, the long split, p sentences "
