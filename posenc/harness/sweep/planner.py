@@ -181,6 +181,9 @@ class SeedsPlanner:
         kept = {tuple(r.overrides): r for r in before.rows}
         for row in self.rows:
             row.state = replace(kept[tuple(row.overrides)], baseline=row.baseline)
+        for family in self.families():
+            for row in family:
+                relabel(row.state, self.settings.design, len(family))
 
     # --- one step ------------------------------------------------------------------------------------
 
@@ -261,7 +264,8 @@ class SeedsPlanner:
                 r.state.looks[at] = d.look  # the look as judged: its threshold and conditional power
                 r.state.stopped, r.state.why, r.state.verdict = d.stopped, d.why, d.verdict
                 r.state.stop_n = d.look.n if d.stopped else None  # the one look the table and the summary show
-                r.state.ci, r.state.level = (list(d.ci), d.level) if d.stopped else (None, None)
+                r.state.ci, r.state.level, r.state.ci_level = (list(d.ci), d.level, d.ci_level) if d.stopped \
+                    else (None, None, None)
 
     def take_look(self, row: PlannedRow, test, level: float) -> None:
         """The row's look at its paired seeds, if it has more than at its last look (the pilot at
@@ -373,7 +377,17 @@ def decision_of(row: SeedsRow):
     look = sequential.Look(0, math.nan, math.nan, math.nan, math.nan) if look is None else look
     return sequential.Decision(row.stopped, row.why, row.verdict or NO_EVIDENCE, look,
                                tuple(row.ci) if row.ci else (math.nan, math.nan),
-                               math.nan if row.level is None else row.level)
+                               math.nan if row.level is None else row.level,
+                               math.nan if row.ci_level is None else row.ci_level)
+
+
+def relabel(row: SeedsRow, design, rows: int) -> None:
+    """A row a state before issue 60 stopped, its repeated CI at the level passed on to it: its
+    interval again at α/``rows`` (its family's size), the level its coverage holds at."""
+    look = row.stop_look()
+    if row.stopped in DESIGN_STOPS and row.ci_level is None and look is not None and look.n:
+        interval = sequential.interval_of(design, rows)(look)
+        row.ci, row.ci_level = list(interval["ci"]), interval["ci_level"]
 
 
 def unreachable(test, design, effect: float, level: float) -> str:
