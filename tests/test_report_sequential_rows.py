@@ -111,9 +111,9 @@ def test_cells_adopted_at_the_first_launch_are_said_in_the_table(sweep):
     read.strategy = state()
     read.strategy.adopted = ["placement=both,seed=1", "placement=none,seed=1"]
     (report,) = reports_of([read], Settings())
-    assert ("Adopted: 2 cells were in the sweep directory before the design launched them (hydra.sweeper.adopt=true), "
-            "and the first look after they were found took them as they were: placement=both,seed=1, "
-            "placement=none,seed=1.") \
+    assert ("Adopted: 2 cells were in the sweep directory before the design launched them (hydra.sweeper.adopt=true): "
+            "the first look of an open row after they were found took them as they were, and a row already stopped "
+            "lists them as overrun: placement=both,seed=1, placement=none,seed=1.") \
         in strategy_notes(report)
 
 

@@ -183,8 +183,8 @@ def adopted_note(state) -> list:
     if not found:
         return []
     return [f"Adopted: {len(found)} cells were in the sweep directory before the design launched them "
-            f"(hydra.sweeper.adopt=true), and the first look after they were found took them as they were: "
-            f"{', '.join(found)}."]
+            f"(hydra.sweeper.adopt=true): the first look of an open row after they were found took them as they "
+            f"were, and a row already stopped lists them as overrun: {', '.join(found)}."]
 
 
 SAME_SEEDS = ("One row, one set of seeds: a stopped row's every column (BLEU, chrF++, the long split, seeds ok) "
