@@ -42,6 +42,11 @@ sentence errors are partly shared (``--noise``, default "partly shared"). Its pa
 - mixed (not run by default; issue 38, item 6): families of 3, 4 and 5 rows sharing a baseline,
   some at E or 5E and the others true nulls, where a rejection passes its α on to the nulls: the
   family-wise error (any null row called better or worse), the true rows' power and seeds.
+- coverage (not run by default; issue 60, item 1): two rows sharing a baseline, one null and one
+  1.2, 1.6 or 2.5 σ better, run by the design's own ``decide``: how often each repeated CI misses
+  its row's truth, against its label (α/m) and against the level Holm passed on (normal seeds);
+- estimates (not run by default; issue 60, item 2): the median-unbiased Δ the table reports at
+  every stop, over all outcomes and given each stop type, at true Δ 0 to 2 σ (normal seeds);
 - stagewise (not run by default; issue 49, item 2): the stage-wise p of a row under the null with a
   test-set shared part, the pilot's look included (normal seeds, no corpus);
 - secondary (not run by default; issue 49, item 1): a secondary metric of a sequential row, correlated
@@ -598,6 +603,99 @@ def stagewise_part(paths, seed):
     return table(header, rows)
 
 
+COVERAGE_EFFECTS, COVERAGE_SHARED, PLANNED = (1.2, 1.6, 2.5), 0.02, 1.0   # B's true Δ (σ units); the shared part
+
+
+def _covers(ci, truth) -> bool:
+    return bool(ci[0] <= truth <= ci[1])
+
+
+def coverage_cells(design, runs, theta) -> list:
+    """One row of the coverage part's table from ``runs`` (``simulate.normal_family``, rows A null and
+    B ``theta``): where B rejected before A stopped, A was tested at α and an interval at α's
+    thresholds (the label 95% before issue 60) against the one at α/2 (A's label now); then each
+    row's interval over every sweep, both together, and the family-wise error."""
+    from posenc.stats.sequential import repeated_ci
+
+    passed = [r[0] for r in runs if math.isclose(r[0].level, design.alpha)]
+    old = np.mean([not _covers(repeated_ci(d.look, design.thresholds(d.level)[d.look.n]), 0.0) for d in passed])
+    new = np.mean([not _covers(d.ci, 0.0) for d in passed])
+    labels = sorted({f"{100 * (1 - d.ci_level):.1f}%" for r in runs for d in r.values()})
+    miss_a, miss_b = (np.mean([not _covers(r[k].ci, t) for r in runs]) for k, t in ((0, 0.0), (1, theta)))
+    both = np.mean([_covers(r[0].ci, 0.0) and _covers(r[1].ci, theta) for r in runs])
+    fwer = np.mean([r[0].stopped == "efficacy" for r in runs])
+    return [f"{theta:g}", f"{len(runs):,}", f"{len(passed) / len(runs):.3f}", f"{old:.4f}", f"{new:.4f}",
+            f"{miss_a:.4f}", f"{miss_b:.4f}", " / ".join(labels), f"{both:.4f}", f"{fwer:.4f}",
+            f"{3 * math.sqrt(0.025 * 0.975 / max(len(passed), 1)):.4f}"]
+
+
+def coverage_part(sweeps, seed):
+    """Issue 60, item 1: whether each repeated CI covers its row's true Δ as often as its label
+    claims. Two rows sharing a baseline (``simulate.normal_family``: normal seeds, each d_s with
+    the seeds' variance 1 and a shared part of 0.02, correlated 0.5 through the baseline), run by
+    the default design with ``sequential.decide`` (graphical Holm at α/2, α passed on, futility at
+    Δ = 1, a look after every seed): row A null, row B 1.2, 1.6 and 2.5 σ better."""
+    from posenc.stats.sequential import Design
+    from posenc.stats.simulate import normal_family
+
+    design, rows = Design(), []
+    for i, theta in enumerate(COVERAGE_EFFECTS):
+        runs = normal_family(design, (0.0, theta), PLANNED, sweeps, shared=COVERAGE_SHARED, seed=seed + i)
+        rows.append(coverage_cells(design, runs, theta))
+        print(" | ".join(rows[-1]), flush=True)
+    header = ["B's true Δ (σ)", "sweeps", "A tested at α (B rejected first)",
+              "there: A missed by the interval at α (labelled 95% before issue 60)",
+              "there: A missed by its interval at α/2 (its label now, 97.5%)", "A missed, every sweep",
+              "B missed, every sweep", "labels", "both covered (claim: at least 0.95)",
+              "family-wise error (A rejected)", "3 sd of a miss rate of 0.025 where A was tested at α"]
+    return table(header, rows)
+
+
+ESTIMATE_TRUTHS = (0.0, 0.5, 1.0, 2.0)
+
+
+def estimate_cells(design, runs, theta) -> list:
+    """The estimates part's rows for one truth: per stop type (an efficacy stop before N, at N, a
+    futility stop, max_seeds) and over all, the share of sweeps, the mean Δ at the stop and the mean
+    median-unbiased Δ (as the table gives it), and how often each lies at or above the truth."""
+    from posenc.stats.sequential import median_unbiased
+
+    stops = [(r[0], median_unbiased(design, r[0].look, r[0].level)) for r in runs]   # as report.sequential.inference
+    kinds = {"efficacy before N": lambda d: d.stopped == "efficacy" and d.look.n < design.max_seeds,
+             "efficacy at N": lambda d: d.stopped == "efficacy" and d.look.n == design.max_seeds,
+             "futility": lambda d: d.stopped == "futility", "max_seeds": lambda d: d.stopped == "max_seeds",
+             "every stop": lambda d: True}
+    rows = []
+    for kind, chosen in kinds.items():
+        got = [(d.look.delta, u) for d, u in stops if chosen(d)]
+        if not got:
+            continue
+        delta, unbiased = np.array(got).T
+        rows.append([f"{theta:g}", kind, f"{len(got) / len(runs):.3f}", f"{delta.mean():+.3f}",
+                     f"{np.nanmean(unbiased):+.3f}", f"{np.mean(delta >= theta):.3f}",
+                     f"{np.nanmean(unbiased >= theta):.3f}"])
+    return rows
+
+
+def estimates_part(sweeps, seed):
+    """Issue 60, item 2: the median-unbiased Δ as the table reports it at every stop
+    (``sequential.median_unbiased`` at the row's level, as ``report.sequential.inference`` calls it), beside
+    Δ at the stop, for one row of the default design (normal seeds, σ² = 1, a shared part of 0.02,
+    planned effect 1 σ) at true Δ 0, 0.5, 1 and 2 σ: over all outcomes and given each stop type."""
+    from posenc.stats.sequential import Design
+    from posenc.stats.simulate import normal_family
+
+    design, rows = Design(), []
+    for i, theta in enumerate(ESTIMATE_TRUTHS):
+        runs = normal_family(design, (theta,), PLANNED, sweeps, shared=COVERAGE_SHARED, seed=seed + i)
+        for cells in estimate_cells(design, runs, theta):
+            rows.append(cells)
+            print(" | ".join(cells), flush=True)
+    header = ["true Δ (σ)", "stop", "share of sweeps", "mean Δ at the stop", "mean median-unbiased Δ",
+              "Δ at the stop >= truth", "median-unbiased Δ >= truth"]
+    return table(header, rows)
+
+
 MIXED_FAMILIES = ((5, 5, 0), (1, 0, 0), (5, 5, 0, 0), (1, 1, 0, 0), (5, 5, 5, 0, 0), (1, 0, 0, 0, 0))
 MIXED_WORLDS = ((1, 1), (4, 3))     # (seeds' part / sentence part, test size / PILOT_SIZE)
 
@@ -673,13 +771,18 @@ def main():
                         help="sweeps per cell of the stagewise part (default 20,000)")
     parser.add_argument("--secondary", type=int, default=200_000,
                         help="sweeps per cell of the secondary part (default 200,000)")
+    parser.add_argument("--coverage", type=int, default=8000,
+                        help="sweeps per B's Δ of the coverage part (default 8,000)")
+    parser.add_argument("--estimates", type=int, default=2000,
+                        help="sweeps per truth of the estimates part (default 2,000)")
     parser.add_argument("--mixed", type=int, default=5000,
                         help="sweeps per family of the mixed part (default 5000)")
     parser.add_argument("--today", type=int, default=2000,
                         help="its sweeps per Δ of today's rule, one row (default 2000)")
     parser.add_argument("--only", default="null,effects,planning",
                         help="parts to run, of null, effects, planning, adaptive, holm, holm-power, booking, "
-                             "sequential, mixed, depth, secondary, stagewise (default the first three)")
+                             "sequential, mixed, depth, secondary, stagewise, coverage, estimates (default the "
+                             "first three)")
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                         help="the null part's seed counts (default 3,5,10; to split the study over processes)")
     args = parser.parse_args()
@@ -688,7 +791,7 @@ def main():
     parts = set(args.only.split(","))
     adaptive_size = PILOT_SIZE * (1 if args.quick else max(ADAPTIVE_FACTORS))
     sizes = {"adaptive": adaptive_size, "sequential": adaptive_size, "mixed": adaptive_size, "depth": 0,
-             "secondary": 0, "stagewise": 0,
+             "secondary": 0, "stagewise": 0, "coverage": 0, "estimates": 0,
              "holm": max(HOLM_SIZES[3]),
              "holm-power": max(HOLM_POWER_SIZES), "booking": PILOT_SIZE * HELD_OUT_FACTOR}
     needed = max(sizes.get(part, max(SIZES)) for part in parts)
@@ -734,6 +837,12 @@ def main():
     if "secondary" in parts:
         lines += ["## Secondary metrics of a sequential row (issue 49), normal seeds", "",
                   *secondary_part(args.secondary, 19000), ""]
+    if "coverage" in parts:
+        lines += ["## The repeated CI's coverage under graphical Holm (issue 60), normal seeds, shared baseline", "",
+                  *coverage_part(args.coverage, 21000), ""]
+    if "estimates" in parts:
+        lines += ["## The median-unbiased Δ at every stop (issue 60), normal seeds", "",
+                  *estimates_part(args.estimates, 22000), ""]
     if "mixed" in parts:
         lines += [f"## Families of true nulls and true effects (issue 38), {args.noise} errors", "",
                   *mixed_part(pool, args.noise, args.mixed, 17000, args.quick), ""]

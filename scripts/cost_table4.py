@@ -16,7 +16,9 @@ Holm over the three rows) or the old rule's (``SeedsRule`` on ``power.booking``)
 Other rows, test sets and cells: ``--components 'alibi=0,0.40,0.06;shaw=0.30,0.39,0.09'`` (each
 row's three sds at 1,000 sentences, as ``posenc-table --power`` prints them), ``--sentences N`` (the
 test set the cost is for), ``--hours LOW,HIGH`` (a cell's cost), ``--max-seeds N``, ``--fixed 3,5,10``
-(the fixed seed counts to set beside it: a study finds the one whose power matches the design's).
+(the fixed seed counts to set beside it: a study finds the one whose power matches the design's),
+``--alpha A`` (the family-wise level; a level per row whose thresholds cannot be simulated is refused,
+as a new sweep refuses it).
 """
 
 import argparse
@@ -133,6 +135,20 @@ def fixed(scenario: Scenario, data, n: int):
     return {name: np.full(sweeps, n) for name in data}, found
 
 
+def design_problem(design: Design, rows: int) -> str:
+    """Why the script cannot run ``design`` over ``rows`` rows sharing a baseline, in one line, or "":
+    a bad value (``Design.problem``), or a level α/rows whose thresholds the simulation cannot resolve
+    (``Design.unresolved``, what refuses such a design for a new sweep)."""
+    problem = design.problem()
+    if problem:
+        return problem
+    problem = design.unresolved(design.alpha / rows)
+    if not problem:
+        return ""
+    return (f"--alpha {design.alpha:g} over {rows} rows sharing a baseline (--max-seeds {design.max_seeds}): "
+            f"{problem}; allowed: --alpha >= {design.smallest_level() * rows:.4g}, fewer rows or fewer looks")
+
+
 def components_arg(text: str) -> dict:
     """``'alibi=0,0.40,0.06;shaw=0.30,0.39,0.09'`` -> {row: (seed sd, sentence sd, shared sd)}."""
     out = {}
@@ -161,13 +177,15 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=PAPER_SENTENCES, help="the test set the cost is for")
     parser.add_argument("--hours", default=",".join(map(str, GPU_HOURS)), help="a cell's cost, LOW,HIGH")
     parser.add_argument("--max-seeds", type=int, default=Design.max_seeds)
+    parser.add_argument("--alpha", type=float, default=Design.alpha, help="the family-wise level over the rows")
     parser.add_argument("--fixed", default="3,5,10", help="fixed seed counts to compare, N,N,...")
     args = parser.parse_args()
     started = time.perf_counter()
-    design = Design(max_seeds=args.max_seeds) if args.gamma is None else Design(gamma=args.gamma,
-                                                                                 max_seeds=args.max_seeds)
-    if design.problem():
-        sys.exit(f"cost_table4: {design.problem()}")
+    given = {"gamma": args.gamma} if args.gamma is not None else {}
+    design = Design(alpha=args.alpha, max_seeds=args.max_seeds, **given)
+    problem = design_problem(design, len(args.components))
+    if problem:
+        sys.exit(f"cost_table4: {problem}")
     hours = [float(x) for x in args.hours.split(",")]
     fixed_counts = [int(x) for x in args.fixed.split(",")]
     if min(fixed_counts) < 2 or max(fixed_counts) > design.max_seeds:

@@ -180,7 +180,7 @@ def _sequential_state():
                      why="runs while any of its rows runs"),
             SeedsRow("placement=none", ["placement=none"], seeds=[1, 2, 3], stopped="efficacy",
                      why="efficacy at 3 seeds", verdict="worse", looks=[look], ci=ci, level=design.alpha / 2,
-                     unreachable=CAPPED),
+                     ci_level=design.alpha / 2, unreachable=CAPPED),
             SeedsRow("placement=source", ["placement=source"], seeds=[1, 2, 3], unreachable=CAPPED,
                      looks=[Look(3, 0.2, 0.6, 2.0, 0.75, threshold=threshold, cond_power=0.4)])]
     settings = {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 10, "spending": "hsd", "gamma": -3.0, "futility": 0.1,
@@ -220,10 +220,10 @@ def test_an_adaptive_rows_table_shows_its_stop_its_repeated_ci_and_never_its_p_a
     # At the pilot's look the stage-wise p is the look's own p and Δ is its own median-unbiased estimate;
     # the CI is labelled at the row's level (α/2 = 0.025: 97.5%), not 95%.
     assert body[1] == ["placement=none", "3", "3", "efficacy at 3 seeds", "worse", "-25.00", "-25.00",
-                       f"[{ci[0]:+.2f}, {ci[1]:+.2f}] (97.5%)", "0.025", "0.0009"]
+                       f"[{ci[0]:+.2f}, {ci[1]:+.2f}] (97.5%)", "0.025", "0.0009", "-"]
     assert none.p_seeds == pytest.approx(0.0009) and source.p_seeds is None
     assert body[2][3:7] == [f"going on; {CAPPED}", "-", "-", "-"]   # said while the row runs, not after efficacy
     summary = strategy_summary(state)
     assert summary == (f"; seeds strategy: placement=none 3 seeds (efficacy at 3 seeds: worse, Δ -25.00, "
-                       f"repeated 97.5% CI [{ci[0]:+.2f}, {ci[1]:+.2f}] at α 0.025); placement=source 3 seeds "
+                       f"repeated 97.5% CI [{ci[0]:+.2f}, {ci[1]:+.2f}], tested at α 0.025); placement=source 3 seeds "
                        f"(going on after the look at 3 seeds (p 0.7500 against a(3) {threshold:.4f}); {CAPPED})")

@@ -37,9 +37,10 @@ def sweep(tmp_path_factory):
     return sweep, records
 
 
-def state(look_seeds=True):
+def state(look_seeds=True, source=None):
     """none: looks at 3 and 4 seeds, stopped for efficacy at its first crossing, 3 (a retest); source
-    going on after 4. The design's baseline: placement=both."""
+    going on after 4 (or ``source``, its row as given). The design's baseline: placement=both; the
+    current design (the verdict's t, issue 38), as a new sweep runs it."""
     design = Design()
     level = design.alpha / 2
     threshold = design.thresholds(level)[3]
@@ -48,19 +49,20 @@ def state(look_seeds=True):
             SeedsRow("placement=none", ["placement=none"], seeds=list(SEEDS), stopped="efficacy",
                      why="efficacy at 3 seeds", verdict="worse", looks=[first, Look(4, -24.0, 0.5, 3.0, 0.001)],
                      ci=list(repeated_ci(first, threshold)), stop_n=3, level=level),
-            SeedsRow("placement=source", ["placement=source"], seeds=list(SEEDS),
-                     looks=[Look(3, 0.2, 0.6, 2.0, 0.75), Look(4, 0.1, 0.5, 3.0, 0.8)])]
+            source or SeedsRow("placement=source", ["placement=source"], seeds=list(SEEDS),
+                               looks=[Look(3, 0.2, 0.6, 2.0, 0.75), Look(4, 0.1, 0.5, 3.0, 0.8)])]
     for r in rows[1:]:
         r.look_seeds = [[1, 2, 3], [1, 2, 3, 4]] if look_seeds else []
     settings = {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 10, "spending": "hsd", "gamma": -2.0, "futility": 0.1,
-                "futility_from": 5, "effect": 1.0, "test_size": None, "baseline": "placement=both", "batch_seeds": 1}
+                "futility_from": 5, "statistic": "verdict", "effect": 1.0, "test_size": None,
+                "baseline": "placement=both", "batch_seeds": 1}
     cells = [StateCell(f"placement={p},seed={s}", [f"placement={p}", f"seed={s}"]) for p in RATES for s in SEEDS]
     return SeedsState(SeedsSettings.of(settings), rows, cells)
 
 
-def report_of(path, settings=Settings(), look_seeds=True):
+def report_of(path, settings=Settings(), look_seeds=True, source=None):
     read = read_sweep(path)
-    read.strategy = state(look_seeds)
+    read.strategy = state(look_seeds, source)
     (report,) = reports_of([read], settings)
     return report
 
@@ -88,7 +90,14 @@ def test_a_stopped_rows_every_column_is_over_its_stopping_looks_seeds(sweep, loo
     # A row still going on keeps every seed it ran; the baseline too.
     assert source.values["seeds_ok"] == 4 and row(report, "both").values["seeds_ok"] == 4
     text = render_reports([report])
-    assert "every column over its stopping look's seeds 1, 2, 3; seed 4 ran after that look and is left out" in text
+    # Issue 60 item 4: seed 4 is reported as overrun, with Δ over every seed the row ran beside it.
+    overrun = statistics.fmean(records[("none", s)]["bleu"] - records[("both", s)]["bleu"] for s in SEEDS)
+    assert none.sequential.delta_with_overrun == pytest.approx(overrun)
+    assert (f"every column over its stopping look's seeds 1, 2, 3; overrun: seed 4 ran after that look (a retest "
+            f"stopped the row at an earlier one) and is in no decision, Δ, interval or column of the row; over every "
+            f"seed it ran Δ is {overrun:+.2f}") in text
+    table = next(t for t in text.split("\n\n") if "| overrun: seeds run after its stop |" in t)
+    assert next(x for x in table.splitlines() if x.startswith("| placement=none |")).endswith("| 4 |")
     assert "a row's BLEU minus the baseline's need not equal its Δ" in text
     assert "Adopted:" not in text
 
@@ -102,8 +111,9 @@ def test_cells_adopted_at_the_first_launch_are_said_in_the_table(sweep):
     read.strategy = state()
     read.strategy.adopted = ["placement=both,seed=1", "placement=none,seed=1"]
     (report,) = reports_of([read], Settings())
-    assert ("Adopted: 2 cells were in the sweep directory before the design's first look (hydra.sweeper.adopt=true), "
-            "and that look took them all at once: placement=both,seed=1, placement=none,seed=1.") \
+    assert ("Adopted: 2 cells were in the sweep directory before the design launched them (hydra.sweeper.adopt=true): "
+            "the first look of an open row after they were found took them as they were, and a row already stopped "
+            "lists them as overrun: placement=both,seed=1, placement=none,seed=1.") \
         in strategy_notes(report)
 
 
@@ -163,3 +173,72 @@ def test_the_figure_labels_its_interval_with_its_level(sweep):
     fig = delta_figure([report_of(path)])
     labels = [text.get_text() for ax in fig.axes if ax.get_legend() for text in ax.get_legend().get_texts()]
     assert "ours: Δ, verdict's CI (95%; a sequential row's: repeated, at its row's level)" in labels
+
+
+def test_a_sequential_rows_sentence_only_p_is_not_shown(sweep):
+    """Issue 60 item 4: sacreBLEU's sentence-only p is a fixed-sample p of the concatenated outputs
+    of seeds the looks chose; a sequential row (stopped or going on) has none, on every split. A
+    fixed grid's rows keep theirs."""
+    path, _ = sweep
+    report = report_of(path)
+    for placement in ("none", "source"):
+        assert [c.p_value for c in row(report, placement).comparisons.values()] == [None, None]
+    rows = {r["placement"]: r for r in csv.DictReader(io.StringIO(render_reports([report], "csv")))}
+    assert rows["none"]["p_value"] == rows["source"]["p_value"] == rows["none"]["p_value_test_long"] == ""
+    text = render_reports([report])
+    assert "p seeds (Holm) and p sentences only are empty" in text
+    (fixed,) = reports_of([read_sweep(path)], Settings())
+    assert all(c.p_value is not None for c in row(fixed, "none").comparisons.values())
+
+
+def test_the_current_designs_pilot_stop_reports_its_stagewise_p(sweep):
+    """Issue 60 item 4: none stopped at its pilot's look at α/2. Under the verdict's thresholds (a new
+    sweep's design) its stage-wise p is the largest over the test-set shares (issue 49), not the
+    look's own p, which only the seeds-only design of older sweeps reports at the pilot."""
+    from posenc.stats.sequential import stagewise_p
+
+    path, _ = sweep
+    v = row(report_of(path), "none").verdicts[("bleu", "test")]
+    expected = stagewise_p(Design(), 3, 0.0009, 0.025)
+    assert v.p_seeds == pytest.approx(expected) and 0.0009 < expected <= 0.025
+    read = read_sweep(path)
+    read.strategy = state()
+    older = Design(statistic="seeds")
+    read.strategy.settings = SeedsSettings(older, 1.0, None, "placement=both", 1)
+    (report,) = reports_of([read], Settings())
+    assert row(report, "none").verdicts[("bleu", "test")].p_seeds == pytest.approx(0.0009)
+
+
+def futility_at_4(level, ci_level=None):
+    """source stopped for futility at 4 seeds, tested at ``level``: its interval as the state kept it
+    (at ``level`` before issue 60; at ``ci_level`` since)."""
+    look = Look(4, 0.4, 0.5, 3.0, 0.5, spread=0.8, shared=0.05, sentences=60, threshold=Design().thresholds(level)[4])
+    kept = ci_level or level
+    return SeedsRow("placement=source", ["placement=source"], seeds=list(SEEDS), stopped="futility",
+                    why="futility at 4 seeds: ...", verdict="no evidence", looks=[Look(3, 0.2, 0.6, 2.0, 0.75), look],
+                    ci=list(repeated_ci(look, Design().thresholds(kept)[4])), stop_n=4, level=level, ci_level=ci_level)
+
+
+def test_an_interval_is_at_alpha_over_m_where_its_row_was_tested_at_a_level_passed_on(sweep):
+    """Issue 60 item 1: once none rejected, source was tested at α; its interval is at α/2, the level
+    its coverage holds at, labelled 97.5%, also where a state before issue 60 kept it at α. Its
+    futility stop has a median-unbiased Δ (item 2) and no stage-wise p."""
+    from posenc.report.sequential import strategy_table
+    from posenc.stats.sequential import median_unbiased
+
+    path, _ = sweep
+    at_half = futility_at_4(0.05, ci_level=0.025)
+    for source in (futility_at_4(0.05), at_half):
+        report = report_of(path, source=source)
+        v = row(report, "source").verdicts[("bleu", "test")]
+        assert [v.delta_ci_low, v.delta_ci_high] == pytest.approx(at_half.ci) and v.delta_ci_level == 0.975
+        assert v.p_seeds is None and row(report, "source").sequential.delta_median_unbiased == \
+            pytest.approx(median_unbiased(Design(), source.looks[1], 0.05))
+        text = render_reports([report])
+        assert f"[{v.delta_ci_low:+.2f}, {v.delta_ci_high:+.2f}] (97.5%)" in text
+        assert f"repeated 97.5% CI [{at_half.ci[0]:+.2f}, {at_half.ci[1]:+.2f}], tested at α 0.05" \
+            in row(report, "source").sequential.stop
+        body = strategy_table(report)[1]
+        assert next(b for b in body if b[0] == "placement=source")[7:10] == \
+            [f"[{at_half.ci[0]:+.2f}, {at_half.ci[1]:+.2f}] (97.5%)", "0.05", "-"]
+    assert futility_at_4(0.05).ci != at_half.ci    # the interval a state before issue 60 kept: at α

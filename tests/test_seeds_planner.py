@@ -103,6 +103,28 @@ def test_a_rejection_passes_its_alpha_to_the_open_row_which_is_retested_at_its_l
     assert rows(alone)["placement=source"].state.stopped == ""
 
 
+def test_a_rerun_relabels_a_state_before_issue_60s_passed_on_interval_at_alpha_over_m():
+    """A state written before issue 60 kept the retested row's interval at the α passed on to it;
+    resumed, the row's interval is at α/2 (its family's level before any row rejected), its
+    verdict and level unchanged."""
+    design = sequential.Design()
+    split, whole = design.thresholds(design.alpha / 2)[3], design.thresholds(design.alpha)[3]
+    delta = next(d / 100 for d in range(100, 3000) if split < seed_test(d / 100, 3).p <= whole)
+    plan = planner()
+    step(plan, {})
+    finish(plan, {label: (1, 2, 3) for label in rows(plan)})
+    step(plan, {"placement=none": seed_test(-25.0, 3), "placement=source": seed_test(delta, 3)})
+    kept = plan.state()
+    source = next(r for r in kept.rows if r.row == "placement=source")
+    look = source.stop_look()
+    assert source.ci == pytest.approx(sequential.repeated_ci(look, split)) and source.ci_level == 0.025
+    old = replace(source, ci=list(sequential.repeated_ci(look, whole)), ci_level=None)   # as issue 49 kept it
+    before = SeedsState(kept.settings, [old if r is source else r for r in kept.rows], kept.cells, design=kept.design)
+    again = rows(planner(before=before))["placement=source"].state
+    assert again.ci == pytest.approx(source.ci) and again.ci_level == 0.025
+    assert (again.stopped, again.verdict, again.level) == (source.stopped, source.verdict, source.level)
+
+
 def test_a_row_that_cannot_find_the_effect_stops_for_futility_and_one_that_runs_on_stops_at_max_seeds():
     plan = planner(jobs=[["placement=both"], ["placement=none"]], max_seeds=7, batch_seeds=2)
     step(plan, {})
@@ -337,15 +359,17 @@ def test_an_efficacy_stop_by_a_retest_at_an_earlier_look_keeps_that_look_for_its
     assert source.look_seeds == [[1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4, 5]]
     judged = source.stop_look()
     assert judged.delta == at4.delta and judged.threshold == pytest.approx(whole[4])
-    half = scipy_stats.t.ppf(1 - whole[4] / 2, at4.df) * at4.se
+    # Its verdict is α's, passed on; its interval is at α/2, the level fixed before the pilot (issue 60).
+    half = scipy_stats.t.ppf(1 - split[4] / 2, at4.df) * at4.se
     assert source.ci == pytest.approx([at4.delta - half, at4.delta + half])
+    assert (source.level, source.ci_level) == (pytest.approx(0.05), pytest.approx(0.025))
     text = row_stop(source)
-    assert text.startswith(f"efficacy at 4 seeds: better, Δ {at4.delta:+.2f}, repeated 95.0% CI") \
-        and f"{at5.delta:+.2f}" not in text
+    assert text.startswith(f"efficacy at 4 seeds: better, Δ {at4.delta:+.2f}, repeated 97.5% CI") \
+        and f"{at5.delta:+.2f}" not in text and text.endswith(", tested at α 0.05")
     from posenc.harness.sweep.planner import decision_of
     assert decision_of(source).look.n == 4
     from posenc.harness.sweep.summary import strategy_summary  # the sweep's last line says the same
-    assert f"placement=source 5 seeds (efficacy at 4 seeds: better, Δ {at4.delta:+.2f}, repeated 95.0% CI" \
+    assert f"placement=source 5 seeds (efficacy at 4 seeds: better, Δ {at4.delta:+.2f}, repeated 97.5% CI" \
         in strategy_summary(plan.state())
 
 

@@ -95,6 +95,28 @@ def test_cells_in_a_directory_without_a_state_are_refused_unless_adopted(tmp_pat
     assert sorted(p.name for p in sweep.iterdir()) == ["placement=both,seed=1"]
 
 
+def test_a_cell_its_state_never_launched_is_refused_on_a_rerun(tmp_path):
+    """Issue 60 item 4: a finished cell copied into a started sweep would enter its next look as
+    found and never be recorded; the rerun is refused in one line, nothing run, nothing written."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    started = {"strategy": "seeds", "settings": {"alpha": 0.05, "pilot_seeds": 3, "max_seeds": 4, "spending": "hsd",
+                                                 "gamma": -2.0, "futility": 0.1, "futility_from": 5,
+                                                 "statistic": "verdict", "effect": 0.5, "test_size": None,
+                                                 "baseline": "placement=both", "batch_seeds": 1},
+               "rows": [], "cells": []}
+    (sweep / SEEDS_FILE).write_text(json.dumps(started))
+    (sweep / "placement=none,seed=4").mkdir()
+    (sweep / "placement=none,seed=4" / "result.json").write_text("{}")
+    before = {p: p.read_bytes() for p in sweep.rglob("*") if p.is_file()}
+    out = run(sweep, tmp_path / "cache", *SMOKE, *STRATEGY, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"posenc-run: error: {sweep} holds 1 cells that its {SEEDS_FILE} never launched "
+                           "(e.g. placement=none,seed=4)"), line
+    assert {p: p.read_bytes() for p in sweep.rglob("*") if p.is_file()} == before
+
+
 def test_max_seeds_changed_on_the_rerun_of_a_started_sweep_is_refused(tmp_path):
     """The thresholds a(n) depend on max_seeds: a started sweep keeps the one it started with."""
     sweep = tmp_path / "sweep"

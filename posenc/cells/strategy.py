@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from posenc.atomic import write_json_atomic
-from posenc.cells.rows import BASELINE
+from posenc.cells.rows import BASELINE, baseline_of
 from posenc.stats.sequential import DESIGN_SETTINGS, Design, Look, design_of
 
 # The seeds strategy's state file, and the tune strategy's; the tune strategy's Optuna studies,
@@ -144,9 +144,11 @@ class SeedsRow:
     verdict: str = ""             # frozen at the stop: better, worse, no evidence
     looks: list = field(default_factory=list)       # sequential.Look, in the order they were taken
     look_seeds: list = field(default_factory=list)  # each look's paired seeds (a state before issue 49 has none)
-    ci: list = None               # the repeated CI of Δ at the stopping look, at the row's level
+    ci: list = None               # the repeated CI of Δ at the stopping look, at ci_level
     stop_n: int = None            # the stopping look's seeds (an efficacy stop by a retest: an earlier look)
-    level: float = None           # the α its family gave it at the stopping look
+    level: float = None           # the α its family gave it at the stopping look (its verdict's)
+    ci_level: float = None        # its interval's α: α/m, fixed before the pilot (None: a state before issue 60,
+                                  # whose ci is at ``level``)
     unreachable: str = ""         # why the design cannot reach 80% power at the planned effect ("" if it can)
     planned: object = None        # the seeds its last plan booked: only a sweep of the old rule has one
 
@@ -166,11 +168,27 @@ class SeedsRow:
 
 
 def row_json(row: SeedsRow) -> dict:
-    """A row as its state keeps it; a state written before the looks' seeds were kept stays as it was."""
+    """A row as its state keeps it; a state written before the looks' seeds or the interval's level
+    were kept stays as it was."""
     out = asdict(row)
     if not out["look_seeds"]:
         del out["look_seeds"]
+    if out["ci_level"] is None:
+        del out["ci_level"]
     return out
+
+
+def family_size(grids: list, index: int, baseline) -> int:
+    """The rows compared with the baseline row of row ``index`` (its family's m, its own included),
+    of the rows whose grid values (``key=value`` overrides, seed left out) are ``grids``, with the
+    sweep's ``baseline`` (``placement=both``); 0 for a baseline or a row without one."""
+    key, _, value = str(baseline).partition("=")
+    values = [{k.lstrip("+~"): v for k, v in (line.split("=", 1) for line in grid)} for grid in grids]
+    bases = baseline_of(values, key.lstrip("+~"), value)
+    mine = bases[index]
+    if mine is None or mine == index:
+        return 0
+    return sum(1 for i, b in enumerate(bases) if b == mine and b != i)
 
 
 def design_hash(settings, rows: list) -> str:
@@ -207,6 +225,10 @@ class SeedsState:
     def sequential_rows(self) -> list:
         """The rows decided by the group sequential design (none for the old rule's state)."""
         return [] if self.old_rule else self.rows
+
+    def family_size(self, row: SeedsRow) -> int:
+        """The m of ``row``'s family: the rows compared with its baseline row."""
+        return family_size([r.overrides for r in self.rows], self.rows.index(row), self.settings.baseline)
 
     def trial(self, dirname: str):
         return None
@@ -308,6 +330,13 @@ class TuneState:
         """The best values' rows as the seeds strategy's group sequential design decided them."""
         sequential = isinstance(self.settings.seeds_strategy, SeedsSettings)
         return [r.plan for r in self.rows if r.plan is not None] if sequential else []
+
+    def family_size(self, plan: SeedsRow) -> int:
+        """The m of a best values' row's family (``plan``: its ``TuneRow.plan``): the tuned rows
+        compared with its baseline row, by their grid values (not their best values)."""
+        rows = [r for r in self.rows if r.plan is not None]
+        index = next(i for i, r in enumerate(rows) if r.plan is plan)
+        return family_size([r.overrides for r in rows], index, self.settings.seeds_strategy.baseline)
 
     def tuned_keys(self) -> set:
         """The keys each row chose (its search space): values of a row, not rows."""

@@ -3,7 +3,9 @@ below it, nested ones included), the cells its plan names that never did, the re
 not be read, and the cells the plan leaves out by design.
 
 The summary line and the ETA (``posenc.harness``), ``posenc-table`` (``posenc.report``) and
-``posenc-pe sweep`` (``posenc.analysis``) all read a sweep with ``read_sweep``.
+``posenc-pe sweep`` (``posenc.analysis``) all read a sweep with ``read_sweep``; the seeds sweeper
+asks ``reported_cells`` which cells a directory already holds. This module is the one walk of a
+sweep directory for its records.
 """
 
 import json
@@ -86,6 +88,15 @@ class Sweep:
         return self
 
 
+def reported_cells(sweep_dir) -> list:
+    """The cells below ``sweep_dir`` that hold a ``result.json`` (nested ones included), each as its
+    directory's name relative to ``sweep_dir``, sorted; [] where there is no such directory."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        return []
+    return [str(path.parent.relative_to(sweep_dir)) for path in sorted(sweep_dir.rglob(RESULT_FILE))]
+
+
 def read_sweep(sweep_dir) -> Sweep:
     """The sweep in ``sweep_dir``; SweepError when it is not a directory. A plan that cannot be
     read never hides the cells that reported (``plan_note`` says why it was not used)."""
@@ -96,16 +107,16 @@ def read_sweep(sweep_dir) -> Sweep:
     plan = _plan(sweep)
     planned = {c.dirname: c for c in plan or []}
     sweep.plan_values = {c.dirname: c.values for c in plan or []}
-    for path in sorted(sweep_dir.rglob(RESULT_FILE)):
-        name = str(path.parent.relative_to(sweep_dir))
-        record, why = Record.read_why(path.parent)
+    for name in reported_cells(sweep_dir):
+        record, why = Record.read_why(sweep_dir / name)
         if record is None:
             sweep.unreadable.append((name, why))
             continue
         values = planned[name].values if name in planned else {}
-        overrides = _as_strings(values) if name in planned else _hydra_overrides(path.parent)
+        overrides = _as_strings(values) if name in planned else _hydra_overrides(sweep_dir / name)
         # A tuning trial is not a cell of the sweep's table: its readers ask for ``trials``.
-        (sweep.trials if is_trial(record) else sweep.cells).append(Cell(name, path.parent, record, overrides, values))
+        (sweep.trials if is_trial(record) else sweep.cells).append(Cell(name, sweep_dir / name, record, overrides,
+                                                                        values))
     reported = {c.name for c in sweep.cells} | {name for name, _ in sweep.unreadable}
     for cell in plan or []:
         if cell.skip_reason:

@@ -65,11 +65,12 @@ class SequentialStop:
     """A row a sequential design decides (``sequential.apply_decisions``): its median-unbiased Δ and
     its stop in words; ``stop`` None for a row no design decides (it has neither column). A stopped
     row's columns are over its stopping look's ``seeds``; ``left_out``: the seeds it ran beyond them
-    (``sequential.keep_stop_seeds``)."""
+    (overrun; ``sequential.keep_stop_seeds``), and Δ over every seed it ran."""
     delta_median_unbiased: float = None
     stop: str = None
     seeds: list = None
-    left_out: list = None
+    left_out: list = None           # overrun: seeds it ran after its stopping look
+    delta_with_overrun: float = None  # Δ over every seed it ran, overrun included (an estimate outside the design)
 
 
 @dataclass
@@ -116,7 +117,8 @@ class TableRow:
                        primary=self.primary)
         if self.sequential.stop is not None:
             out.update(delta_median_unbiased=self.sequential.delta_median_unbiased, sequential=self.sequential.stop,
-                       sequential_seeds=self.sequential.seeds, sequential_seeds_left_out=self.sequential.left_out)
+                       sequential_seeds=self.sequential.seeds, sequential_seeds_left_out=self.sequential.left_out,
+                       delta_bleu_with_overrun=self.sequential.delta_with_overrun)
         out.update({**self.by_length.columns(), **self.paper.columns()})
         return MappingProxyType({**out, **self.power.columns()} if self.power is not None else out)
 

@@ -22,9 +22,11 @@ Call contract (pure: numpy and scipy only; the sweeper and the report build on i
   row's verdict never changes). Returns a Decision for every row: ``stopped`` "" (go on),
   EFFICACY, FUTILITY or MAX; ``why`` as the table says it; ``verdict`` (""
   while going on); ``look`` (for efficacy the first look that crosses at the row's level, an earlier one than
-  its latest where a retest at a higher level rejects there; else the latest); ``ci`` (the repeated confidence
-  interval at that look, at the row's level); ``level`` (α / rows not rejected when it stopped).
-  Decisions and Looks are JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
+  its latest where a retest at a higher level rejects there; else the latest); ``level`` (α / rows
+  not rejected when it stopped: what it was tested at); ``ci`` (the repeated confidence interval at
+  that look at ``ci_level`` = α/m, the row's level before any row rejected: the level that does not
+  depend on the data, so the one its coverage holds at; ``repeated_ci``). Decisions and Looks are
+  JSON-serialisable (``Decision.to_dict``, ``Decision.from_dict``).
 - After a stop: ``stagewise_p(design, n, p, alpha)``, the stage-wise ordering p of a row that
   stopped at look n, the largest over the null worlds the thresholds hold for (at least uniform
   under the null, the pilot's look included; at most α exactly when it crossed), and
@@ -70,6 +72,14 @@ rejected, which are retested at every look they have had, at the higher level's 
 With Holm's transitions a row's level is α / (rows not rejected). A row stopped for futility or at
 max_seeds keeps its share unused (its verdict is frozen; not retesting it is conservative).
 The planned effect only decides futility, never a rejection.
+
+Intervals. The level passed on decides the verdict (the family-wise error holds), but an interval
+at it would claim a coverage it does not have: the level depends on other rows' data, which share
+the baseline's. With two rows sharing a baseline, A null and B 1.2 to 2.5 σ better, A's interval at
+the 95% it got once B rejected missed 6-11% of the time (issue 60). So every row's repeated CI is at
+α/m, fixed before the pilot, whose coverage holds whatever the stopping rule and the other rows do
+(scripts/calibrate_significance.py --only coverage; results/significance_calibration.md). A row
+that rejected at a level passed on to it can have an interval that holds 0.
 """
 
 import math
@@ -573,8 +583,9 @@ class Decision:
     why: str                # as the table shows it: "efficacy at 3 seeds", "futility at 5 seeds: ...", "max_seeds"
     verdict: str            # BETTER, WORSE or NO_EVIDENCE once stopped; "" while going on
     look: Look              # the look it stopped at (or the latest, while going on)
-    ci: tuple = field(default=(math.nan, math.nan))   # repeated confidence interval at that look
+    ci: tuple = field(default=(math.nan, math.nan))   # repeated confidence interval at that look, at ci_level
     level: float = math.nan                             # the α the row was tested at
+    ci_level: float = math.nan                          # the α of its interval: α/m, fixed before the pilot
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -582,12 +593,15 @@ class Decision:
     @classmethod
     def from_dict(cls, data: dict) -> "Decision":
         return cls(data["stopped"], data["why"], data["verdict"], Look.coerce(data["look"]),
-                   tuple(data.get("ci", (math.nan, math.nan))), float(data.get("level", math.nan)))
+                   tuple(data.get("ci", (math.nan, math.nan))), float(data.get("level", math.nan)),
+                   float(data.get("ci_level", math.nan)))
 
 
 def repeated_ci(look: Look, threshold: float) -> tuple:
-    """Δ ± t(1 - a/2, df)·se: the interval that covers the truth at every look at once with
-    probability 1 - level, whatever the stopping rule (Jennison & Turnbull, ch. 9)."""
+    """Δ ± t(1 - a/2, df)·se with ``threshold`` a = a(n) at a level fixed in advance: the intervals
+    that cover the truth at every look at once with probability 1 - that level, whatever the
+    stopping rule (Jennison & Turnbull, ch. 9). At a level that depends on the data (Holm's passing
+    on) they do not: ``decide`` gives every row's at α/m."""
     from scipy import special
 
     if not 0 < threshold < 1 or look.df < 1:
@@ -608,8 +622,47 @@ def decide(design: Design, effect: float, rows: dict, frozen: dict = None) -> di
     frozen = {k: (v if isinstance(v, Decision) else Decision.from_dict(v)) for k, v in (frozen or {}).items()}
     looks = {name: sorted((Look.coerce(x) for x in seen), key=lambda x: x.n) for name, seen in rows.items()}
     names = list(dict.fromkeys([*looks, *frozen]))
-    rejected = {k for k, d in frozen.items() if d.stopped == EFFICACY}
     out = dict(frozen)
+    rejected = _rejections(design, effect, names, looks, out)
+    level = design.alpha / max(len(names) - len(rejected), 1)
+    interval = interval_of(design, len(names))
+    for name in names:
+        if name in out:
+            continue
+        if not looks.get(name):
+            out[name] = Decision("", "", "", Look(0, math.nan, math.nan, math.nan, math.nan), level=level,
+                                 ci_level=design.alpha / len(names))
+            continue
+        look = _judged(looks[name][-1], design, effect, level)
+        if look.n >= design.max_seeds:
+            out[name] = Decision(MAX, MAX, NO_EVIDENCE, look, level=level, **interval(look))
+        elif look.n >= max(design.futility_from, design.pilot_seeds) and look.cond_power < design.futility:
+            found = could_find(look, design, level)
+            out[name] = Decision(FUTILITY, f"futility at {look.n} seeds: conditional power {look.cond_power:.2f} at "
+                                 f"Δ = {abs(effect):g}; its {design.max_seeds} seeds could still have found "
+                                 f"|Δ| >= {found:.2f}", NO_EVIDENCE, look, level=level, **interval(look))
+        else:
+            out[name] = Decision("", "", "", look, level=level, **interval(look))
+    return out
+
+
+def interval_of(design: Design, rows: int):
+    """``interval(look) -> {ci, ci_level}``, a Decision's interval for a row of a family of ``rows``: the
+    repeated CI at α/rows."""
+    ci_level = design.alpha / rows
+    table = design.thresholds(ci_level)
+
+    def interval(look: Look) -> tuple:
+        return {"ci": repeated_ci(look, table.get(look.n, math.nan)), "ci_level": ci_level}
+    return interval
+
+
+def _rejections(design: Design, effect: float, names: list, looks: dict, out: dict) -> set:
+    """Graphical Holm's rejections: each round tests the open rows at α / (rows not rejected) at every
+    look they have had; a row's first crossing is its efficacy Decision (into ``out``). The rows
+    rejected, frozen ones included."""
+    rejected = {k for k, d in out.items() if d.stopped == EFFICACY}
+    interval = interval_of(design, len(names))
     while len(rejected) < len(names):  # (a family whose rows have all rejected has no α left to pass on)
         level = design.alpha / (len(names) - len(rejected))
         table = design.thresholds(level)
@@ -623,26 +676,8 @@ def decide(design: Design, effect: float, rows: dict, frozen: dict = None) -> di
         for name, look in crossed.items():
             look = _judged(look, design, effect, level)
             out[name] = Decision(EFFICACY, f"efficacy at {look.n} seeds", BETTER if look.delta > 0 else WORSE, look,
-                                 repeated_ci(look, look.threshold), level)
+                                 level=level, **interval(look))
         rejected |= set(crossed)
         if not crossed:
             break
-    level = design.alpha / max(len(names) - len(rejected), 1)
-    for name in names:
-        if name in out:
-            continue
-        if not looks.get(name):
-            out[name] = Decision("", "", "", Look(0, math.nan, math.nan, math.nan, math.nan), level=level)
-            continue
-        look = _judged(looks[name][-1], design, effect, level)
-        ci = repeated_ci(look, look.threshold)
-        if look.n >= design.max_seeds:
-            out[name] = Decision(MAX, MAX, NO_EVIDENCE, look, ci, level)
-        elif look.n >= max(design.futility_from, design.pilot_seeds) and look.cond_power < design.futility:
-            found = could_find(look, design, level)
-            out[name] = Decision(FUTILITY, f"futility at {look.n} seeds: conditional power {look.cond_power:.2f} at "
-                                 f"Δ = {abs(effect):g}; its {design.max_seeds} seeds could still have found "
-                                 f"|Δ| >= {found:.2f}", NO_EVIDENCE, look, ci, level)
-        else:
-            out[name] = Decision("", "", "", look, ci, level)
-    return out
+    return rejected

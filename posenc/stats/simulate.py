@@ -379,3 +379,37 @@ def sequential(pool: Pool, setting: Setting, design, plan_effect: float, rows: i
                     out["baseline_seeds"][start + sweep] = have
             active = np.asarray(still, dtype=int)
     return out
+
+
+def normal_family(design, effects, plan_effect: float, sweeps: int, shared: float = 0.0, seed: int = 0,
+                  sentences: int = 1000, batch_seeds: int = 1) -> list:
+    """``sweeps`` sweeps of rows sharing one baseline in normal theory, run by the group sequential
+    design as the sweeper runs it (``sequential.decide`` after the pilot and after every batch, the
+    decisions taken frozen, futility at ``plan_effect``): row r's seeds score θ_r + N(0, 1/2) and
+    the baseline's N(0, 1/2), so each d_s has the seeds' variance 1 and two rows' d_s correlate 0.5
+    through the baseline; each system's test-set draw is N(0, shared/2) once per sweep, so each
+    d_s holds a shared part of variance ``shared`` (taken as known, from ``sentences``: the
+    verdict's p, ``verdict.p_values``). ``effects``: θ_r per row (σ units). Returns, per sweep,
+    ``{row index: its final Decision}``."""
+    from posenc.stats.sequential import Decision, Look, decide
+
+    rng = np.random.default_rng(seed)
+    theta, most = np.asarray(effects, dtype=float), design.max_seeds
+    scores = rng.standard_normal((sweeps, len(theta) + 1, most)) * np.sqrt(0.5)
+    scores += rng.standard_normal((sweeps, len(theta) + 1, 1)) * np.sqrt(shared / 2)
+    d = scores[:, 1:] - scores[:, :1] + theta[None, :, None]          # (sweeps, rows, most)
+    out = []
+    for s in range(sweeps):
+        looks, frozen, have = {r: [] for r in range(len(theta))}, {}, 0
+        while len(frozen) < len(theta) and have < most:
+            have = design.pilot_seeds if have == 0 else min(have + batch_seeds, most)
+            x = d[s, :, :have]
+            sd = x.std(1, ddof=1)
+            p, se, df = p_values(x.mean(1), sd, shared, shared, have, sentences)
+            for r in looks:
+                if r not in frozen:
+                    looks[r].append(Look(have, float(x[r].mean()), float(se[r]), float(df[r]), float(p[r]),
+                                         float(sd[r]) ** 2, float(shared), sentences))
+            frozen.update({r: v for r, v in decide(design, plan_effect, looks, frozen).items() if v.stopped})
+        out.append({r: frozen.get(r, Decision("", "", "", looks[r][-1])) for r in looks})
+    return out

@@ -38,7 +38,7 @@ class LaunchingSweeper(Sweeper):
     def drive(self, planner, sweep_dir: Path) -> list:
         """Launch what ``planner`` asks for, batch by batch, until it asks for nothing or a stop is
         requested; returns the launcher's results. The planner is asked ``next_jobs(sweep)`` (the
-        sweep as it stands; ``Job`` values), ``state()`` (written before its batch is launched, so
+        sweep as it stands; ``planner.Launch`` values), ``state()`` (written before its batch is launched, so
         the state names the batch before it runs) and ``batch_words(count)`` (the log's words)."""
         returns = []
         while not STOP.requested:

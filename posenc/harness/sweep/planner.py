@@ -100,8 +100,9 @@ def report_settings(settings) -> Settings:
 
 
 @dataclass(frozen=True)
-class Job:
-    """One cell a planner asks the launcher for: its overrides, and how the log names it."""
+class Launch:
+    """One cell a planner asks the launcher for: its overrides, and how the log names it (a cell
+    running is ``posenc.harness.app.Job``, Hydra's side of it)."""
     label: str
     overrides: list
 
@@ -180,6 +181,9 @@ class SeedsPlanner:
         kept = {tuple(r.overrides): r for r in before.rows}
         for row in self.rows:
             row.state = replace(kept[tuple(row.overrides)], baseline=row.baseline)
+        for family in self.families():
+            for row in family:
+                relabel(row.state, self.settings.design, len(family))
 
     # --- one step ------------------------------------------------------------------------------------
 
@@ -194,8 +198,8 @@ class SeedsPlanner:
         return row.dirnames[seed]
 
     def next_jobs(self, sweep) -> list:
-        """``next_batch`` as the launcher takes it: a ``Job`` per cell."""
-        return [Job(f"{row.label} seed={seed}", row.overrides + [f"{SEED}={seed}"])
+        """``next_batch`` as the launcher takes it: a ``Launch`` per cell."""
+        return [Launch(f"{row.label} seed={seed}", row.overrides + [f"{SEED}={seed}"])
                 for row, seed in self.next_batch(sweep)]
 
     @staticmethod
@@ -260,7 +264,8 @@ class SeedsPlanner:
                 r.state.looks[at] = d.look  # the look as judged: its threshold and conditional power
                 r.state.stopped, r.state.why, r.state.verdict = d.stopped, d.why, d.verdict
                 r.state.stop_n = d.look.n if d.stopped else None  # the one look the table and the summary show
-                r.state.ci, r.state.level = (list(d.ci), d.level) if d.stopped else (None, None)
+                r.state.ci, r.state.level, r.state.ci_level = (list(d.ci), d.level, d.ci_level) if d.stopped \
+                    else (None, None, None)
 
     def take_look(self, row: PlannedRow, test, level: float) -> None:
         """The row's look at its paired seeds, if it has more than at its last look (the pilot at
@@ -372,7 +377,17 @@ def decision_of(row: SeedsRow):
     look = sequential.Look(0, math.nan, math.nan, math.nan, math.nan) if look is None else look
     return sequential.Decision(row.stopped, row.why, row.verdict or NO_EVIDENCE, look,
                                tuple(row.ci) if row.ci else (math.nan, math.nan),
-                               math.nan if row.level is None else row.level)
+                               math.nan if row.level is None else row.level,
+                               math.nan if row.ci_level is None else row.ci_level)
+
+
+def relabel(row: SeedsRow, design, rows: int) -> None:
+    """A row a state before issue 60 stopped, its repeated CI at the level passed on to it: its
+    interval again at α/``rows`` (its family's size), the level its coverage holds at."""
+    look = row.stop_look()
+    if row.stopped in DESIGN_STOPS and row.ci_level is None and look is not None and look.n:
+        interval = sequential.interval_of(design, rows)(look)
+        row.ci, row.ci_level = list(interval["ci"]), interval["ci_level"]
 
 
 def unreachable(test, design, effect: float, level: float) -> str:
@@ -411,5 +426,5 @@ def value_in(job, key):
     return next((line.split("=", 1)[1] for line in job if line.split("=", 1)[0] == key), None)
 
 
-__all__ = ["SEEDS_SETTINGS", "Job", "PlannedRow", "SeedsPlanner", "SeedsSettings", "StrategyError", "checked_settings",
-           "report_settings"]
+__all__ = ["SEEDS_SETTINGS", "Launch", "PlannedRow", "SeedsPlanner", "SeedsSettings", "StrategyError",
+           "checked_settings", "report_settings"]

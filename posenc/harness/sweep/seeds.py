@@ -19,9 +19,9 @@ from pathlib import Path
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE, override_dirname, sweep_jobs
 from posenc.cells.strategy import SEEDS_FILE, SeedsState, StateError, read_state
+from posenc.cells.sweep import reported_cells
 from posenc.harness.sweep.config import SEEDS_SETTINGS
 from posenc.harness.sweep.launching import LaunchingSweeper
 from posenc.harness.sweep.planner import SEED, SeedsPlanner, StrategyError, checked_settings
@@ -49,18 +49,24 @@ def grid_jobs(params: dict, arguments, strategy: str) -> list:
     return sweep_jobs(parser.parse_overrides(preset + list(arguments)))
 
 
-def found_cells(sweep_dir: Path, adopt) -> list:
-    """The cells a sweep directory without a seeds state already holds (their directories), which
-    the design's first look would take all at once: refused unless ``adopt`` is true, and then
-    returned for the state to record."""
-    found = sorted(p.parent.name for p in sweep_dir.glob(f"*/{RESULT_FILE}")) if sweep_dir.exists() else []
+def found_cells(sweep_dir: Path, adopt, before: SeedsState = None) -> list:
+    """The cells a sweep directory holds that its seeds state ``before`` never launched or adopted
+    (every cell, where it has no state), which the next look would take as found: the design's
+    first look all at once, or a later one without the state knowing. Refused unless ``adopt`` is
+    true, and then returned for the state to record."""
     if adopt not in (True, False):
         raise StrategyError(f"hydra.sweeper.adopt={adopt!r} is not allowed; allowed: true or false")
-    if found and not adopt:
+    known = set() if before is None else {c.dirname for c in before.cells} | set(before.adopted)
+    found = [name for name in reported_cells(sweep_dir) if name not in known]
+    if not found or adopt:
+        return found
+    if before is None:
         raise StrategyError(f"{sweep_dir} holds {len(found)} cells (e.g. {found[0]}) but no {SEEDS_FILE}: the "
                             "design's first look would take them all at once; allowed: a new hydra.sweep.dir, or "
                             "hydra.sweeper.adopt=true to adopt them (the state and the table say so)")
-    return found
+    raise StrategyError(f"{sweep_dir} holds {len(found)} cells that its {SEEDS_FILE} never launched (e.g. {found[0]}): "
+                        "its next look would take them unrecorded; allowed: move them out, or hydra.sweeper.adopt=true "
+                        "to adopt them (the state and the table say so)")
 
 
 class SeedsSweeper(LaunchingSweeper):
@@ -80,10 +86,10 @@ class SeedsSweeper(LaunchingSweeper):
             before = read_state(sweep_dir) if sweep_dir.exists() else None
             if before is not None and not isinstance(before, SeedsState):
                 raise StrategyError(f"{sweep_dir}: a tune strategy's sweep; allowed: a new hydra.sweep.dir")
-            found = [] if before is not None else found_cells(sweep_dir, self.adopt)
+            found = found_cells(sweep_dir, self.adopt, before)
             planner = SeedsPlanner.for_grid(settings, grid_jobs(self.params, arguments, "seeds"),
                                             cell_namer(self.config), before)
-            planner.adopted = planner.adopted or found
+            planner.adopted = list(dict.fromkeys([*planner.adopted, *found]))
         except (StrategyError, StateError) as err:
             print(f"posenc-run: error: {err}", file=sys.stderr)
             sys.exit(2)

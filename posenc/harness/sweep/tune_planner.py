@@ -33,7 +33,7 @@ from posenc.harness import study as studies
 from posenc.harness.sweep.config import SEEDS_SETTINGS
 from posenc.harness.sweep.planner import (
     SEED,
-    Job,
+    Launch,
     PlannedRow,
     SeedsPlanner,
     StrategyError,
@@ -165,13 +165,13 @@ class TunePlanner:
             new_design_check(settings.seeds_strategy.design, family_size(rows, settings.baseline))
 
     def next_jobs(self, sweep) -> list:
-        """The cells to launch next (``Job`` values); [] when the sweep is done."""
+        """The cells to launch next (``Launch`` values); [] when the sweep is done."""
         if self.phase == TRIALS:
             batch = self.next_trials(self.launched)
             if batch:
                 self.launched.update(t.dirname for _, t in batch)
                 self.words = "tune strategy: batch of {} trials"
-                return [Job(f"{row.row} trial={t.number}", t.overrides) for row, t in batch]
+                return [Launch(f"{row.row} trial={t.number}", t.overrides) for row, t in batch]
             self.phase = SEEDS
             self.tell_finished()
             if self.settings.seeds_strategy is not None:
@@ -181,7 +181,7 @@ class TunePlanner:
         if self.phase == SEEDS:
             self.phase = DONE
             self.words = "tune strategy: the best values' seeds, {} cells"
-            return [Job(f"{row.row} seed={seed}", overrides) for row, seed, overrides in self.final_cells()]
+            return [Launch(f"{row.row} seed={seed}", overrides) for row, seed, overrides in self.final_cells()]
         return []
 
     def batch_words(self, count: int) -> str:
