@@ -56,7 +56,7 @@ def test_defaults():
         ("fconv_small", "synthetic", "cpu", "none")
     assert (cfg.placement, cfg.pe, cfg.seed) == ("both", "learned", 1)
     raw = OmegaConf.load(CONF / "config.yaml")
-    assert OmegaConf.to_container(raw)["hydra"]["sweep"]["subdir"] == "${hydra.job.override_dirname}"
+    assert OmegaConf.to_container(raw)["hydra"]["sweep"]["subdir"] == "${posenc_cell:${hydra.job.override_dirname}}"
 
 
 @pytest.mark.parametrize("model", options("model"))
