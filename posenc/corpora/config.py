@@ -160,13 +160,7 @@ def parse(data_cfg: Any) -> CorpusConfig:
     recipe = _recipe(raw)
     raw = {**data_defaults(), **raw}
     databin, references = _binarized(raw) if recipe == "binarized" else (None, {})
-    for key in ("src", "tgt"):
-        if databin:
-            raw[key] = getattr(databin, key)  # as DIR says, or as data.src/data.tgt chose
-        if raw.get(key) in (None, "???"):
-            raise CorpusError(f"data.{key} is not set: give the language code, e.g. data.{key}=de")
-    src, tgt = str(raw["src"]), str(raw["tgt"])
-    check_languages(src, tgt)
+    src, tgt = _languages(raw, databin)
 
     text = TextSettings(
         tokenizer=str(raw["tokenizer"]),
@@ -205,7 +199,7 @@ def parse(data_cfg: Any) -> CorpusConfig:
         tgt=tgt,
         text=text,
         subwords=subwords,
-        joined_dictionary=bool(raw["joined_dictionary"]),
+        joined_dictionary=databin.joined_dictionary if databin else bool(raw["joined_dictionary"]),
         filter=filter_settings,
         workers=workers,
         generator=generator,
@@ -215,6 +209,18 @@ def parse(data_cfg: Any) -> CorpusConfig:
         databin=databin,
         references=references,
     )
+
+
+def _languages(raw: dict, databin: DataBin | None) -> tuple[str, str]:
+    """``(data.src, data.tgt)``, checked; a data-bin's as it says, or as data.src/data.tgt chose."""
+    for key in ("src", "tgt"):
+        if databin:
+            raw[key] = getattr(databin, key)
+        if raw.get(key) in (None, "???"):
+            raise CorpusError(f"data.{key} is not set: give the language code, e.g. data.{key}=de")
+    src, tgt = str(raw["src"]), str(raw["tgt"])
+    check_languages(src, tgt)
+    return src, tgt
 
 
 def _binarized(raw: dict):
