@@ -91,6 +91,22 @@ def tokenized_bleu(lowercase: bool = False) -> Metric:
     return Metric("bleu", {"tokenize": "none", "lowercase": lowercase, "force": True})
 
 
+# Appended to the signature of a BLEU computed on tokenized text (a data-bin scored against its own
+# targets, data=binarized): sacreBLEU's signature says how it tokenized (tok:none), not what it was given.
+TOKENIZED_TEXT = "text:tokenized"
+
+
+def on_tokenized_text(signature) -> bool:
+    """Whether a recorded BLEU signature is of a BLEU on tokenized text (``TOKENIZED_TEXT``)."""
+    return TOKENIZED_TEXT in str(signature or "").split("|")
+
+
+def bleu_on_tokenized(lowercase: bool = False) -> Metric:
+    """sacreBLEU over text that is tokenized already, split on whitespace only (``tok:none``), smoothed as
+    ``bleu``: the BLEU of a corpus whose only references are tokenized."""
+    return Metric("bleu", {**bleu_options(lowercase), "tokenize": "none"})
+
+
 def chrf(lowercase: bool = False) -> Metric:
     """chrF++ (sacreBLEU ``CHRF(word_order=2)``) on detokenized text."""
     return Metric("chrf", chrf_options(lowercase))

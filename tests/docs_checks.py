@@ -127,6 +127,7 @@ def check_xargs(args: list[str]) -> str | None:
 PARTIAL_IN_PROSE = {"posenc-table", "posenc-pe"}
 CHECKS = {
     "posenc-run": check_posenc_run,
+    "posenc-prepare": check_posenc_run,  # the same overrides, -m and --config-dir
     "posenc-table": check_posenc_table,
     "posenc-pe": check_posenc_pe,
     "fairseq-train": functools.partial(check_fairseq, "train"),

@@ -44,7 +44,7 @@ def test_contract_options_exist():
     assert {"fconv_small", "fconv_iwslt_de_en", "fconv_wmt_en_de", "fconv_table4", "transformer_small",
             "transformer_iwslt_de_en", "transformer_base"} <= set(options("model"))
     assert {"synthetic", "multi30k_de_en", "iwslt14_de_en", "wmt14_en_de", "wmt16_en_ro",
-            "custom"} <= set(options("data"))
+            "custom", "binarized"} <= set(options("data"))
     assert {"smoke", "cpu", "paper"} <= set(options("budget"))
     assert {"table4", "table4_transformer", "pe_grid"} <= set(options("experiment"))
     assert {"none", "wandb"} <= set(options("logger"))
@@ -56,7 +56,7 @@ def test_defaults():
         ("fconv_small", "synthetic", "cpu", "none")
     assert (cfg.placement, cfg.pe, cfg.seed) == ("both", "learned", 1)
     raw = OmegaConf.load(CONF / "config.yaml")
-    assert OmegaConf.to_container(raw)["hydra"]["sweep"]["subdir"] == "${hydra.job.override_dirname}"
+    assert OmegaConf.to_container(raw)["hydra"]["sweep"]["subdir"] == "${posenc_cell:${hydra.job.override_dirname}}"
 
 
 @pytest.mark.parametrize("model", options("model"))

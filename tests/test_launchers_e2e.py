@@ -76,7 +76,7 @@ def test_one_offline_wandb_run_per_cell_with_placement_and_bleu(sweep):
     cells = {run.name: run for run in runs.values() if run.job_type == "cell"}
     assert sorted(cells) == sorted(records) and len(cells) == len([r for r in runs.values() if r.job_type == "cell"])
     groups = {run.group for run in runs.values()}
-    assert len(groups) == 1 and next(iter(groups)).startswith(f"table4:{sweep_dir}:")
+    assert len(groups) == 1 and next(iter(groups)).startswith(f"table4:{sweep_dir.name}:")  # its name, not its path
     for name, run in cells.items():
         record = records[name]
         assert run.config["placement"] == record["placement"] and f"placement={record['placement']}" in name

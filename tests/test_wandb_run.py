@@ -42,7 +42,8 @@ TRAIN_LOG = [
 @pytest.fixture(autouse=True)
 def offline(monkeypatch):
     """W&B offline, and none of the developer's own W&B settings leaking into the test."""
-    for name in ("WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_DIR", "WANDB_RUN_ID", "WANDB_NAME"):
+    for name in ("WANDB_MODE", "WANDB_PROJECT", "WANDB_ENTITY", "WANDB_DIR", "WANDB_RUN_ID", "WANDB_NAME",
+                 "WANDB_RUN_GROUP", "WANDB_TAGS", "WANDB_NOTES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -104,8 +105,9 @@ def test_one_cell_is_one_offline_run_with_its_config_curves_and_scores(tmp_path)
     token = sweep_token(tmp_path / "sweep")
     assert rid == run_id(token, "placement=source,seed=2", "abc123")
     assert run.name == "placement=source,seed=2" and run.job_type == "cell"
-    assert run.group == group_name("single", str(tmp_path / "sweep"), token)
-    assert run.project == "posenc"
+    assert run.group == group_name("single", str(tmp_path / "sweep"), token) == f"single:sweep:{token}"
+    assert str(tmp_path) not in run.group  # the sweep's name, never a path of this machine
+    assert run.project == "posenc" and run.notes == ""
     assert set(run.tags) == {"model=fconv_small", "data=synthetic", "pe=learned", "placement=source"}
     config = run.config
     assert (config["placement"], config["seed"], config["pe"]) == ("source", 2, "learned")
@@ -178,6 +180,42 @@ def test_wandb_variables_win_over_the_config(tmp_path, monkeypatch):
     assert kwargs["project"] == "from-config" and "dir" not in kwargs
 
 
+def the_run(cell, tmp_path, name="seed=1"):
+    job_dir = tmp_path / "sweep" / name
+    run_cell_through_wandb(cell, job_dir, cell_record(cell, job_dir, status="ok", bleu=1.0))
+    (run,) = [r for r in offline_runs(tmp_path / "sweep" / "wandb").values() if r.name == name]
+    return run
+
+
+OWN_TAGS = {"model=fconv_small", "data=synthetic", "pe=learned", "placement=both"}
+
+
+def test_the_users_group_tags_and_notes(tmp_path):
+    cell = compose_cell("logger=wandb", "logger.group=lr-study", "logger.tags=[baseline,v2]",
+                        "logger.notes='after the tokenizer fix'")
+    run = the_run(cell, tmp_path)
+    assert (run.group, run.notes) == ("lr-study", "after the tokenizer fix")
+    assert set(run.tags) == OWN_TAGS | {"baseline", "v2"}  # added to the project's own
+
+
+def test_wandb_run_group_tags_and_notes_win_over_the_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_RUN_GROUP", "from-env")
+    monkeypatch.setenv("WANDB_TAGS", "env-a,env-b")
+    monkeypatch.setenv("WANDB_NOTES", "noted in the environment")
+    cell = compose_cell("logger=wandb", "logger.group=lr-study", "logger.tags=[baseline]", "logger.notes=mine")
+    run = the_run(cell, tmp_path)
+    assert (run.group, run.notes) == ("from-env", "noted in the environment")
+    assert set(run.tags) == OWN_TAGS | {"env-a", "env-b"}  # WANDB_TAGS replaces logger.tags, never the own tags
+
+
+@pytest.mark.parametrize("override,allowed", [("logger.tags=baseline", "allowed: a list"),
+                                              (f"logger.tags=[{'x' * 65}]", "W&B allows at most 64"),
+                                              (f"logger.group={'g' * 129}", "at most 128 characters")])
+def test_a_bad_group_or_tag_is_refused_in_one_line(override, allowed):
+    resolved = resolve_cell(compose_cfg("logger=wandb", override))
+    assert resolved.refused is not None and allowed in str(resolved.refused) and "\n" not in str(resolved.refused)
+
+
 def test_logger_none_logs_nothing(tmp_path):
     cfg = compose_cell()
     run_cell_through_wandb(cfg, tmp_path / "cell", cell_record(cfg, tmp_path / "cell", status="ok", bleu=1.0))
@@ -208,7 +246,7 @@ def test_the_sweep_table_goes_to_a_table_run_of_the_group(tmp_path):
     runs = offline_runs(sweep / "wandb")
     (run,) = runs.values()
     assert run.job_type == "table" and run.name == "table"
-    assert run.group == group_name("table4", str(sweep), sweep_token(sweep))
+    assert run.group == group_name("table4", str(sweep), sweep_token(sweep)) == f"table4:sweep:{sweep_token(sweep)}"
     (_, logged), = [(s, v) for s, v in run.history if "results.path" in v]  # nested keys, dotted
     assert logged["results._type"] == "table-file" and logged["results.nrows"] == 2
     table_file = next((sweep / "wandb").glob(f"offline-run-*/files/{logged['results.path']}"))
@@ -250,3 +288,23 @@ def test_the_runs_summary_names_the_device_that_trained_the_cell():
     log = (Path(__file__).parent / "fixtures" / "train_log_h200.log").read_text(encoding="utf-8").splitlines()
     record = Record(status="ok", **{k: v for k, v in training_fields(log).items() if k == "device"})
     assert cell_summary(record)["device"] == "cuda: NVIDIA H200 x1"
+
+
+@pytest.mark.slow
+def test_posenc_run_with_the_users_labels_and_wandbs_variables(tmp_path):
+    """As a user types it: a smoke cell with logger.group/tags/notes, then W&B's variables over them."""
+    args = ("-m", "budget=smoke", "budget.max_update=2", "logger=wandb", "logger.group=lr-study",
+            "logger.tags=[baseline]", "logger.notes=first")
+    env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "HOME": str(tmp_path)}
+    proc = project.posenc_run(*args, "hydra.sweep.dir=mine", cwd=tmp_path, cache=tmp_path / "cache", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    env.update(WANDB_RUN_GROUP="env-group", WANDB_TAGS="env-tag", WANDB_NOTES="env note")
+    proc = project.posenc_run(*args, "hydra.sweep.dir=theirs", cwd=tmp_path, cache=tmp_path / "cache", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    own = {"model=fconv_small", "data=synthetic", "pe=learned", "placement=both"}
+    for sweep, group, tags, notes in (("mine", "lr-study", {"baseline"}, "first"),
+                                      ("theirs", "env-group", {"env-tag"}, "env note")):
+        runs = offline_runs(tmp_path / sweep / "wandb").values()
+        assert {(r.job_type, r.group, r.notes) for r in runs} == {("cell", group, notes), ("table", group, notes)}
+        cell = next(r for r in runs if r.job_type == "cell")
+        assert set(cell.tags) == own | tags

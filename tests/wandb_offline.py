@@ -69,6 +69,7 @@ class OfflineRun:
     group: str = ""
     job_type: str = ""
     project: str = ""
+    notes: str = ""
     tags: list = field(default_factory=list)
     config: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
@@ -86,6 +87,7 @@ class OfflineRun:
                 self.group, self.job_type, self.project = run.run_group or self.group, run.job_type or self.job_type, \
                     run.project or self.project
                 self.tags = list(run.tags) or self.tags
+                self.notes = run.notes or self.notes
                 self.config.update(_items(run.config.update))
                 self.summary.update(_items(run.summary.update))
             elif kind == "config":

@@ -19,6 +19,9 @@ NOT_OUTCOME = {
     "logger.project": "(as logger)",
     "logger.entity": "(as logger)",
     "logger.mode": "(as logger)",
+    "logger.group": "(as logger)",
+    "logger.tags": "(as logger)",
+    "logger.notes": "(as logger)",
     "runtime": "how fairseq's children use the machine: thread counts, OpenMP waiting",
     "runtime.threads": "(as runtime)",
     "runtime.omp_wait_policy": "(as runtime)",
@@ -45,6 +48,9 @@ NOT_NAMING = {
     "data.valid": "(as data.train)",
     "data.test": "(as data.train)",
     "data.mirror": "(as data.train)",
+    "data.dir": "(as data.train): the sweep's directory names it instead (posenc.cells.naming)",
+    "data.references.test": "(as data.train)",
+    "data.references.test_long": "(as data.train)",
     "kinds_module": "(as data.train): the hashes take the file's content, the kinds it registers name the cells",
 }
 
@@ -74,13 +80,33 @@ def not_a_row() -> set:
     return set(NOT_A_ROW) | set(NOT_OUTCOME)
 
 
+def not_naming_a_sweep() -> set:
+    """Keys that never name a sweep's directory: those that never change a result, and the preset
+    (and its label), which the directory's base names already."""
+    return set(NOT_OUTCOME) | {"experiment", "experiment_name"}
+
+
 RESOLVER = "posenc_keys"
+SWEEP_RESOLVER = "posenc_sweep"
+CELL_RESOLVER = "posenc_cell"
 _LISTS = {"not_naming": not_naming}
 
 
 def register_resolver() -> None:
-    """``${posenc_keys:not_naming}`` in a config: the list above. Called where a config that names
-    it is composed or read (``posenc-run``'s application, the plan reader, the tests' and scripts'
-    compose calls); once per process is enough, and a second call does nothing."""
+    """The project's resolvers, for a config that names them: ``${posenc_keys:not_naming}`` (the list
+    above), ``${posenc_sweep:BASE,${hydra.overrides.task}}`` (a sweep's directory,
+    ``posenc.cells.naming.sweep_dir``) and ``${posenc_cell:${hydra.job.override_dirname}}`` (a cell's, one
+    folder). Called where a config that names them is composed or read (``posenc-run``'s application, the
+    plan reader, the tests' and scripts' compose calls); once per process is enough, and a second call does
+    nothing. ``posenc_sweep`` is cached, as Hydra's ``now`` is: each cell's config gets the sweep's cache
+    (Hydra's ``load_sweep_config``), so a cell, whose own overrides differ from the command line's, finds
+    its sweep's directory, not one named from its own overrides."""
+    from posenc.cells.naming import one_folder, sweep_dir
+
     if not OmegaConf.has_resolver(RESOLVER):
         OmegaConf.register_new_resolver(RESOLVER, lambda name: _LISTS[name]())
+    if not OmegaConf.has_resolver(SWEEP_RESOLVER):
+        OmegaConf.register_new_resolver(
+            SWEEP_RESOLVER, lambda base, task: sweep_dir(base, task, not_naming_a_sweep()), use_cache=True)
+    if not OmegaConf.has_resolver(CELL_RESOLVER):
+        OmegaConf.register_new_resolver(CELL_RESOLVER, one_folder)

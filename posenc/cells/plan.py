@@ -18,6 +18,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from posenc.cells.keys import register_resolver
+from posenc.cells.naming import one_folder
 from posenc.cells.record import config_family
 from posenc.cells.strategy import read_state
 from posenc.kinds import grid_skip_reason
@@ -67,14 +68,15 @@ def planned_cells(sweep_dir: Path):
 
 
 def override_dirname(overrides, naming, exclude=None) -> str:
-    """A cell's directory name from its parsed overrides, by Hydra's ``override_dirname`` rule;
+    """A cell's directory name from its parsed overrides, by Hydra's ``override_dirname`` rule (a
+    slash then made ``_``, as ``hydra.sweep.subdir`` makes it: ``posenc.cells.naming.one_folder``);
     ``naming``: the sweep's ``hydra.job.config.override_dirname`` (``exclude_keys``, ``item_sep``,
     ``kv_sep``)."""
     if exclude is None:
         register_resolver()  # a sweep's exclude_keys name ${posenc_keys:not_naming}
         exclude = set(naming.exclude_keys)
     lines = sorted(o.input_line for o in overrides if o.key_or_group not in exclude)
-    return naming.item_sep.join(lines).replace("=", naming.kv_sep)
+    return one_folder(naming.item_sep.join(lines).replace("=", naming.kv_sep))  # as conf/config.yaml's subdir
 
 
 def sweep_jobs(overrides) -> list:

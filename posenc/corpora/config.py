@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
+from .databin import DataBin, read_databin
 from .errors import CorpusError
 from .filtering import FilterSettings
 from .length_split import LengthSplit, parse_length_split
 from .moses import TextSettings
 from .subwords import SubwordSettings
 from .synthetic import GeneratorConfig
+from .textio import read_lines
 from .validate import check_languages
 
-RECIPE_NAMES = ("synthetic", "custom", "multi30k", "iwslt14", "wmt14_en_de", "wmt16_en_ro")
+RECIPE_NAMES = ("synthetic", "custom", "multi30k", "iwslt14", "wmt14_en_de", "wmt16_en_ro", "binarized")
+REFERENCE_SPLITS = ("test", "test_long")
 
 
 @dataclass
@@ -61,6 +65,7 @@ _RECIPE_KEYS = {
     "iwslt14": {"mirror"},
     "wmt14_en_de": {"mirror"},
     "wmt16_en_ro": {"mirror"},
+    "binarized": {"dir", "test_long", "references"},
 }
 
 
@@ -79,6 +84,8 @@ class CorpusConfig:
     prefixes: dict[str, str] = field(default_factory=dict)  # custom: split -> file prefix
     mirror: str | None = None
     length_split: LengthSplit | None = None  # data.length_split: train/valid up to L tokens, test_long beyond
+    databin: DataBin | None = None  # binarized: the user's data-bin, read from data.dir
+    references: dict[str, str] = field(default_factory=dict)  # binarized: split -> raw reference file
 
     def preprocessing(self) -> dict:
         """Everything that changes the binarized data (part of the cache key)."""
@@ -91,6 +98,8 @@ class CorpusConfig:
             "filter": self.filter.as_dict(),
             # only when set, so every corpus cached before the option keeps its key
             **({"length_split": self.length_split.as_dict()} if self.length_split else {}),
+            **({"databin": {"subsets": self.databin.subsets, "references": sorted(self.references)}}
+               if self.databin else {}),
         }
 
 
@@ -150,11 +159,8 @@ def parse(data_cfg: Any) -> CorpusConfig:
     raw = to_plain_dict(data_cfg)
     recipe = _recipe(raw)
     raw = {**data_defaults(), **raw}
-    for key in ("src", "tgt"):
-        if raw.get(key) in (None, "???"):
-            raise CorpusError(f"data.{key} is not set: give the language code, e.g. data.{key}=de")
-    src, tgt = str(raw["src"]), str(raw["tgt"])
-    check_languages(src, tgt)
+    databin, references = _binarized(raw) if recipe == "binarized" else (None, {})
+    src, tgt = _languages(raw, databin)
 
     text = TextSettings(
         tokenizer=str(raw["tokenizer"]),
@@ -193,14 +199,57 @@ def parse(data_cfg: Any) -> CorpusConfig:
         tgt=tgt,
         text=text,
         subwords=subwords,
-        joined_dictionary=bool(raw["joined_dictionary"]),
+        joined_dictionary=databin.joined_dictionary if databin else bool(raw["joined_dictionary"]),
         filter=filter_settings,
         workers=workers,
         generator=generator,
         prefixes=prefixes,
         mirror=raw.get("mirror") or None,
         length_split=length_split,
+        databin=databin,
+        references=references,
     )
+
+
+def _languages(raw: dict, databin: DataBin | None) -> tuple[str, str]:
+    """``(data.src, data.tgt)``, checked; a data-bin's as it says, or as data.src/data.tgt chose."""
+    for key in ("src", "tgt"):
+        if databin:
+            raw[key] = getattr(databin, key)
+        if raw.get(key) in (None, "???"):
+            raise CorpusError(f"data.{key} is not set: give the language code, e.g. data.{key}=de")
+    src, tgt = str(raw["src"]), str(raw["tgt"])
+    check_languages(src, tgt)
+    return src, tgt
+
+
+def _binarized(raw: dict):
+    """``(DataBin, {split: reference file})`` of ``data=binarized``: the data-bin at ``data.dir`` with
+    the pair and splits it needs, and the raw references of every scored split or of none."""
+    if raw.get("dir") in (None, "", "???"):
+        raise CorpusError("data.dir is not set: give the data-bin fairseq-preprocess wrote, "
+                          "e.g. data.dir=data-bin/wmt14")
+    if raw.get("length_split") is not None:
+        raise CorpusError("data.length_split is not for data=binarized: a data-bin is swept as it is; "
+                          "name its long split with data.test_long=<subset>, e.g. test1")
+    src, tgt = (None if raw.get(k) in (None, "???") else str(raw[k]) for k in ("src", "tgt"))
+    databin = read_databin(raw["dir"], src, tgt, raw.get("test_long"))
+    given = {split: str(path) for split, path in (raw.get("references") or {}).items() if path not in (None, "")}
+    unknown = sorted(set(given) - set(REFERENCE_SPLITS))
+    if unknown:
+        raise CorpusError(f"unknown key data.references.{unknown[0]}; allowed: {', '.join(REFERENCE_SPLITS)}")
+    if given and set(given) != set(databin.subsets) & set(REFERENCE_SPLITS):
+        lacking = sorted((set(databin.subsets) & set(REFERENCE_SPLITS)) ^ set(given))[0]
+        raise CorpusError(f"data.references.{lacking}: give the raw references of every scored split or of none "
+                          f"(scored: {', '.join(s for s in REFERENCE_SPLITS if s in databin.subsets)})")
+    for split, path in given.items():
+        if not Path(path).expanduser().is_file():
+            raise CorpusError(f"data.references.{split}={path}: no such file")
+        lines, expected = len(read_lines(Path(path).expanduser())), databin.sentences(split)
+        if expected is not None and lines != expected:
+            raise CorpusError(f"data.references.{split}={path} has {lines} lines, the {databin.subsets[split]} split "
+                              f"of data.dir={raw['dir']} {expected} sentences; one reference a sentence, in order")
+    return databin, {split: str(Path(path).expanduser().resolve()) for split, path in given.items()}
 
 
 def _int(raw: dict, key: str) -> int:

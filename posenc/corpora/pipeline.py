@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import binarize, filtering, subwords, synthetic
+from . import binarize, binarized, filtering, subwords, synthetic
 from .cache import cache_key, entry_dir, get_or_build
 from .config import CorpusConfig, parse
 from .errors import CorpusError
@@ -33,20 +34,27 @@ def prepare_corpus(
     """
     cfg = parse(data_cfg)
     cache_root = Path(cache_root).expanduser().resolve()
-    fingerprint, load_raw = _raw_source(cfg, cache_root, log)
+    # A user's data-bin (data=binarized) is trained on as it is: its entry holds what scoring needs.
+    fingerprint, load_raw = (binarized.fingerprint(cfg, cache_root), None) if cfg.databin else \
+        _raw_source(cfg, cache_root, log)
     key = cache_key({"raw": fingerprint, "preprocessing": cfg.preprocessing()})
     entry = entry_dir(cache_root, cfg.name, key)
 
     def build(tmp: Path) -> None:
         started = time.monotonic()
         log(f"corpus {cfg.name}: preparing into {entry}")
-        _build(cfg, key, load_raw(), tmp, log)
+        if cfg.databin:
+            binarized.build(cfg, key, tmp, log)
+        else:
+            _build(cfg, key, load_raw(), tmp, log)
         log(f"corpus {cfg.name}: ready in {time.monotonic() - started:.1f}s")
 
     entry, built = get_or_build(entry, build, log)
     if not built:
         log(f"corpus {cfg.name}: cache hit {entry}")
-    return load_prepared(entry)
+    prepared = load_prepared(entry)
+    # the data-bin where it is now: its content is the key's, wherever it was when the entry was made
+    return replace(prepared, bin_dir=cfg.databin.dir) if cfg.databin else prepared
 
 
 # -- where the raw text comes from ----------------------------------------------------------

@@ -30,6 +30,9 @@ class PreparedCorpus:
     subword_kind: str = "bpe"
     sizes: dict[str, int] = field(default_factory=dict)  # sentence pairs per split, as binarized
     length_split: dict | None = None  # data.length_split's settings and counts, where the corpus has one
+    entry: Path | None = None  # the cache entry (bin_dir's parent, but for a user's data-bin: data=binarized)
+    bleu_on: str = "detokenized"  # what BLEU compares: detokenized output and raw references, or tokenized text
+    databin: dict | None = None  # data=binarized: the user's data-bin (dir, pair, joined_dictionary)
 
     @property
     def test_splits(self) -> list[str]:
@@ -64,7 +67,7 @@ class PreparedCorpus:
             "name": self.name,
             "cache_key": self.cache_key,
             # the cache entry, so a report can find the test references and sources again
-            "dir": str(self.bin_dir.parent),
+            "dir": str(self.entry or self.bin_dir.parent),
             "src": self.src,
             "tgt": self.tgt,
             "lowercased": self.lowercased,
@@ -73,6 +76,7 @@ class PreparedCorpus:
             "filter_stats": self.filter_stats,
             "sizes": self.sizes,
             **({"length_split": self.length_split} if self.length_split else {}),
+            **({"databin": self.databin, "bleu_on": self.bleu_on} if self.databin else {}),
         }
 
 
@@ -105,4 +109,7 @@ def load_prepared(entry: Path) -> PreparedCorpus:
         subword_kind=m["subword_kind"],
         sizes=dict(m["sizes"]),
         length_split=m.get("length_split"),
+        entry=entry,
+        bleu_on=m.get("bleu_on", "detokenized"),
+        databin=m.get("databin"),
     )

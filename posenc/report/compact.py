@@ -9,6 +9,7 @@ with "…" (a label in its middle) so that a line never wraps in a terminal of `
 
 import re
 
+from posenc.metrics import on_tokenized_text
 from posenc.report.references import CAPTIONS
 from posenc.report.render import delta_cell, delta_ci_cell, number, other_level, score_text, seeds_ok_cell, verdict_cell
 from posenc.report.rows import baselines
@@ -188,6 +189,8 @@ def caption(report, style: str = "keys") -> list:
     if adaptive_states(report.rows, report.sweep):
         lines.append("A sequential row: Δ and its repeated CI at the look it stopped at, why, and the seeds it ran")
     lines += [f"paper Δ: {CAPTIONS[source]}" for source in paper_sources(report)]
+    if any(on_tokenized_text(c.record.bleu_signature) for r in report.rows for c in r.ok_cells()):
+        lines.append("BLEU on tokenized text: the data-bin's own targets, subword marks removed (text:tokenized)")
     return [cut(line, WIDTH) for line in lines]
 
 

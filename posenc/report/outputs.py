@@ -82,14 +82,19 @@ def cell_output(cell, split: str, testsets, scorer):
 
 
 def score_output(cell_dir: Path, name: str, hypotheses, references, testset_key: str, split: str, lowercase: bool,
-                 tokenized, tokenized_references) -> dict:
+                 tokenized, tokenized_references, on_tokenized: bool = False) -> dict:
     """Score a cell's output on one split, for its record: BLEU (its signature and options), tokenized
     BLEU, chrF++ (its signature and options), the scores rounded to 2 decimals as records keep them.
     ``name``: the detokenized hypotheses' file in ``cell_dir``, already written (the cache key hashes
     it). Their per-sentence statistics are cached beside it, under the options the table reads back
-    from the record, so that the sweep's table finds them instead of extracting them again."""
-    bleu, chrf = metrics.bleu(lowercase), metrics.chrf(lowercase)
+    from the record, so that the sweep's table finds them instead of extracting them again.
+    ``on_tokenized``: the references are tokenized text (``metrics.bleu_on_tokenized``), and the
+    signature says so (``metrics.TOKENIZED_TEXT``)."""
+    bleu = (metrics.bleu_on_tokenized if on_tokenized else metrics.bleu)(lowercase)
+    chrf = metrics.chrf(lowercase)
     bleu_score, bleu_signature = bleu.corpus_score(hypotheses, references)
+    if on_tokenized:
+        bleu_signature = f"{bleu_signature}|{metrics.TOKENIZED_TEXT}"
     tok_bleu, _ = metrics.tokenized_bleu(lowercase).corpus_score(tokenized, tokenized_references)
     chrf_score, chrf_signature = chrf.corpus_score(hypotheses, references)
     scorer = Scorer()

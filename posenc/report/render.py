@@ -7,6 +7,7 @@ import io
 from posenc.cells.layout import RESULT_FILE
 from posenc.cells.plan import PLAN_FILE
 from posenc.cells.record import error_of, inexact_resume, is_ok, status_of, time_capped
+from posenc.metrics import on_tokenized_text
 from posenc.report.references import SOURCES, WHERE
 from posenc.report.rows import PRIMARIES, as_dicts, order_key
 from posenc.report.sequential import short_stop, stopped_rows, strategy_notes, strategy_table
@@ -171,8 +172,12 @@ def scores_notes(report) -> list:
     same = ", ".join(k for k in (report.rows[0].identity if report.rows else []) if k != key)
     signatures = sorted({str(c.record.bleu_signature) for r in report.rows for c in r.ok_cells()
                          if c.record.bleu_signature})
+    tokenized = any(on_tokenized_text(sig) for sig in signatures)
     notes = [
-        f"BLEU: sacreBLEU on detokenized output ({'; '.join(signatures) or 'no signature recorded'}); "
+        ("BLEU: sacreBLEU on tokenized text where the signature says text:tokenized (a data-bin scored against its "
+         "own targets, subword marks removed: not comparable with BLEU on detokenized output), else on detokenized "
+         "output " if tokenized else "BLEU: sacreBLEU on detokenized output ")
+        + f"({'; '.join(signatures) or 'no signature recorded'}); "
         "mean ± sample standard deviation over the seeds that finished. BLEU 95% CI: of the row's mean over "
         "seeds, mean ± t(0.975, n-1)·sd/√n; † one seed: sacreBLEU's bootstrap over the test sentences "
         "(1000 resamples) instead. chrF++: sacreBLEU's chrF with word bigrams (CHRF(word_order=2), "

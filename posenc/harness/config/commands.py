@@ -84,7 +84,7 @@ def train_command(bin_dir, save_dir, cell) -> list:
     return [
         *train_program(), str(bin_dir),
         "--user-dir", str(PLUGIN_DIR),
-        "--task", "translation",
+        "--task", "translation", *language_flags(cell),
         "--arch", spec.arch,
         "--encoder-pos", spec.encoder_pos, "--decoder-pos", spec.decoder_pos,
         *flags(cell.model_args),
@@ -107,12 +107,19 @@ def train_command(bin_dir, save_dir, cell) -> list:
     ]
 
 
+def language_flags(cell) -> list:
+    """The pair of a user's data-bin (``data=binarized``): fairseq would take the first pair it finds in
+    DIR, in the order its files name it. Every other corpus holds one pair, named as trained: none."""
+    data = cell.data
+    return ["--source-lang", data.src, "--target-lang", data.tgt] if data.databin else []
+
+
 def generate_command(bin_dir, checkpoint, subset: str, remove_bpe: str, cell) -> list:
     gen = cell.generation
     return [
         sys.executable, *GENERATOR, str(bin_dir),
         "--user-dir", str(PLUGIN_DIR),
-        "--task", "translation",
+        "--task", "translation", *language_flags(cell),
         "--path", str(checkpoint),
         "--gen-subset", subset,
         "--beam", str(gen.beam),

@@ -326,7 +326,7 @@ def generate_and_score(split, argv, prepared, job_dir: Path, timeout_s: float, e
     write_text_atomic(job_dir / layout.hypotheses_file(split, tokenized=True),
                       "".join(line + "\n" for line in tokenized))
     scores = score_output(job_dir, name, detokenized, references, prepared.cache_key, split, prepared.lowercased,
-                          tokenized, prepared.tokenize(references))
+                          tokenized, prepared.tokenize(references), on_tokenized=prepared.bleu_on == "tokenized")
     return {**scores, "test_sentences": expected, "hypotheses": name, "generate_wall_s": round(seconds, 1)}
 
 

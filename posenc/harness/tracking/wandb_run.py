@@ -9,9 +9,11 @@ stream in (``train_inner``, ``train``, ``valid``: loss, ppl, lr, wps... against 
 same ``<tag>/<key>`` names fairseq's W&B wrapper uses) and logs them, the config, and the scores
 into one run whose id is fixed by the sweep and the cell, so a resumed cell continues its run.
 
-W&B's own environment variables (``WANDB_MODE``, ``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_DIR``)
-win over the ``logger`` config: a config value is passed to ``wandb.init`` only where the variable is
-unset. Credentials stay in W&B's own settings: nothing here reads or writes them.
+W&B's own environment variables (``WANDB_MODE``, ``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_DIR``,
+``WANDB_RUN_GROUP``, ``WANDB_NOTES``) win over the ``logger`` config: a config value is passed to
+``wandb.init`` only where the variable is unset (``wandb.init``'s arguments would beat the variables).
+``WANDB_TAGS`` replaces ``logger.tags``; the project's own tags stay either way. Credentials stay in W&B's
+own settings: nothing here reads or writes them.
 """
 
 import hashlib
@@ -24,15 +26,16 @@ from pathlib import Path
 
 from posenc.cells.layout import PROVENANCE_FILE, RESULT_FILE, TRAIN_LOG
 from posenc.cells.record import is_ok, is_pruned
-from posenc.harness.config.logger import import_wandb
+from posenc.harness.config.logger import GROUP_MAX, TAG_MAX, import_wandb
 from posenc.harness.errors import ConfigError
 from posenc.harness.fairseq_logs import parse_record, wandb_metrics
 
 SWEEP_ID_FILE = ".wandb-sweep-id"
 RUN_ID_FILE = ".wandb-run-id"  # in a cell directory: the W&B run that holds this cell's result
 # A config value reaches wandb.init only when W&B's own variable is not set (the variable wins).
-ENV_OVER_CONFIG = {"mode": "WANDB_MODE", "project": "WANDB_PROJECT", "entity": "WANDB_ENTITY", "dir": "WANDB_DIR"}
-GROUP_MAX = 128  # W&B's limit on a group name
+ENV_OVER_CONFIG = {"mode": "WANDB_MODE", "project": "WANDB_PROJECT", "entity": "WANDB_ENTITY", "dir": "WANDB_DIR",
+                   "group": "WANDB_RUN_GROUP", "notes": "WANDB_NOTES"}
+TAGS_ENV = "WANDB_TAGS"
 
 
 def sweep_token(home: Path) -> str:
@@ -55,13 +58,23 @@ def sweep_token(home: Path) -> str:
 
 
 def group_name(experiment: str, sweep_dir: str, token: str) -> str:
-    """The experiment and the sweep directory, plus the sweep's token (a reused path is a new group)."""
-    name = f"{experiment}:{sweep_dir}:{token}"
+    """The default group: the experiment and the sweep directory's name (never the path: the same sweep
+    on another machine, or moved, is named alike), plus the sweep's token (a reused path is a new group)."""
+    sweep = Path(str(sweep_dir)).name
+    name = f"{experiment}:{sweep}:{token}"
     if len(name) <= GROUP_MAX:
         return name
     head = f"{experiment}:"
     tail = f":{token}"
-    return head + "..." + str(sweep_dir)[-(GROUP_MAX - len(head) - len(tail) - 3):] + tail
+    return head + "..." + sweep[-(GROUP_MAX - len(head) - len(tail) - 3):] + tail
+
+
+def user_tags(logger) -> list:
+    """The user's tags: ``WANDB_TAGS`` (comma-separated, as W&B reads it) where it is set, else
+    ``logger.tags``."""
+    if os.environ.get(TAGS_ENV):
+        return [tag.strip() for tag in os.environ[TAGS_ENV].split(",") if tag.strip()]
+    return [str(tag) for tag in logger.get("tags") or []]
 
 
 def run_id(token: str, cell: str, config_hash: str = "") -> str:
@@ -88,11 +101,16 @@ def cell_identity(job_dir: Path, ident: CellIdentity = None) -> CellIdentity:
 
 
 def init_kwargs(logger, **kwargs) -> dict:
-    """``wandb.init`` arguments: the config's mode/project/entity/dir only where W&B's variable is unset."""
+    """``wandb.init`` arguments: the config's mode/project/entity/notes, the run's dir and its group (the
+    config's, else the default one ``kwargs`` gives) only where W&B's variable is unset; the tags
+    ``kwargs`` gives (the project's own) with the user's (``user_tags``)."""
     import wandb
     out = dict(kwargs)
+    if "tags" in out:
+        out["tags"] = list(dict.fromkeys([*out["tags"], *user_tags(logger)]))
     for key, variable in ENV_OVER_CONFIG.items():
-        value = out.pop(key, None) if key == "dir" else logger.get(key)
+        given = out.pop(key, None)  # the run's dir, the default group
+        value = given if key == "dir" else logger.get(key) or given
         if value not in (None, "") and not os.environ.get(variable):
             out[key] = str(value)
     # The run's console capture would wrap this process's stdout/stderr (progress lines, Hydra's
@@ -164,7 +182,7 @@ def cell_config(cell, record, git_commit: str) -> dict:
 
 def cell_tags(cell) -> list:
     # W&B splits WANDB_TAGS on commas and limits a tag to 64 characters.
-    return [f"{k}={cell.identity[k]}".replace(",", ";")[:64] for k in ("model", "data", "pe", "placement")]
+    return [f"{k}={cell.identity[k]}".replace(",", ";")[:TAG_MAX] for k in ("model", "data", "pe", "placement")]
 
 
 def cell_run_id(job_dir: Path, record, ident: CellIdentity = None):
