@@ -12,7 +12,10 @@ from project import compose_cfg, posenc_run, summary_line
 
 def test_a_sweep_is_named_from_the_overrides_that_change_results():
     unnamed = not_naming_a_sweep()
-    assert sweep_name(["placement=both,none", "budget=smoke"], unnamed) == "budget=smoke,placement=both,none"
+    assert sweep_name(["placement=both", "budget=smoke"], unnamed) == "budget=smoke,placement=both"
+    # swept keys name the cells, not the sweep: a placement or seed added later keeps the directory
+    assert sweep_name(["placement=both,none", "budget=smoke"], unnamed) == "budget=smoke"
+    assert sweep_dir("results/table4", ["experiment=table4", "seed=1,2,3,4"], unnamed) == "results/table4"
     # the order typed, a + and the keys that never change a result do not make another sweep
     assert sweep_name(["budget=smoke", "placement=both,none", "redo=true", "progress=false",
                        "logger=wandb", "logger.group=mine", "runtime.threads=2", "+experiment=table4"], unnamed) \
@@ -49,7 +52,7 @@ def test_the_same_ad_hoc_sweep_typed_twice_resumes(tmp_path):
     first = posenc_run(*args, cwd=tmp_path, cache=tmp_path / "cache")
     assert first.returncode == 0, first.stderr[-3000:]
     sweeps = list((tmp_path / "results" / "sweeps").iterdir())
-    assert [s.name for s in sweeps] == ["single+budget=smoke,optim.args.tensorboard_logdir=tb_x,placement=both,none"]
+    assert [s.name for s in sweeps] == ["single+budget=smoke,optim.args.tensorboard_logdir=tb_x"]
     cells = sorted(p.parent.name for p in sweeps[0].glob("*/result.json"))
     assert cells == [f"+optim.args.tensorboard_logdir=tb_x,budget=smoke,placement={p}" for p in ("both", "none")]
     assert sorted(c.dirname for c in planned_cells(sweeps[0])) == cells  # the plan names them as Hydra did
@@ -61,3 +64,8 @@ def test_the_same_ad_hoc_sweep_typed_twice_resumes(tmp_path):
     assert again.stderr.count("finished earlier") == 2 and "training posenc" not in again.stderr
     assert {p: p.stat().st_mtime_ns for p in sweeps[0].glob("*/train.log")} == logs
     assert summary_line(again.stdout) == "2 cells: 2 ok"
+    more = posenc_run("-m", "budget=smoke", "+optim.args.tensorboard_logdir=tb/x", "placement=both,none,source",
+                      cwd=tmp_path, cache=tmp_path / "cache")  # a placement added: the same sweep, one new cell
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert list((tmp_path / "results" / "sweeps").iterdir()) == sweeps
+    assert more.stderr.count("finished earlier") == 2 and more.stderr.count("training posenc") == 1

@@ -21,12 +21,14 @@ def one_folder(name: str) -> str:
 
 def sweep_name(task_overrides, unnamed) -> str:
     """The overrides that define a sweep, as one folder name: each ``key=value`` as typed (``+`` and
-    ``++`` dropped, so ``+x=1`` and ``x=1`` are the same sweep), sorted; keys in ``unnamed`` left out."""
+    ``++`` dropped, so ``+x=1`` and ``x=1`` are the same sweep), sorted; keys in ``unnamed`` left out,
+    and so are swept keys (``seed=1,2,3``): their values name the cells, so a seed or a placement
+    added when the sweep is typed again lands beside the cells it already has."""
     from hydra.core.override_parser.overrides_parser import OverridesParser  # late: only where a sweep is named
 
     items = []
     for override in OverridesParser.create().parse_overrides([str(line) for line in task_overrides]):
-        if override.key_or_group in unnamed:
+        if override.key_or_group in unnamed or override.is_sweep_override():
             continue
         line = override.input_line.lstrip("+")
         items.append(line)
