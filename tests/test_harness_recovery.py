@@ -21,12 +21,19 @@ from posenc.cells.record import Record, inexact_resume
 from posenc.harness.config.limits import step_limits
 from posenc.harness.config.resolve import REDO_INEXACT, redo_setting
 from posenc.harness.errors import ConfigError
-from posenc.harness.fairseq_logs import resume_exact, resumed_from, stopped_by, training_summary
+from posenc.harness.fairseq_logs import (
+    UNMARKED_RESUME,
+    resume_exact,
+    resume_inexact_reason,
+    resumed_from,
+    stopped_by,
+    training_summary,
+)
 from posenc.harness.hashing import cell_hashes
 from posenc.harness.run import resume
 from posenc.harness.run.failures import exit_reason, non_finite_loss
 from posenc.harness.sweep.summary import summarize
-from posenc.trainer.stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK
+from posenc.trainer.stop import EXACT_RESUME_MARK, FINISHED_MARK, INEXACT_RESUME_MARK, RESUME_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -222,6 +229,15 @@ def test_a_resume_is_exact_only_when_every_resume_restored_the_random_states():
     assert resume_exact([FRESH, loaded(10), FRESH]) is None
 
 
+def test_why_a_resume_was_inexact_is_read_from_the_trainers_line():
+    gpu = "trained on a GPU without runtime.deterministic=true: its kernels do not repeat bit for bit"
+    log = [FRESH, loaded(10), f"{EXACT_RESUME_MARK} 10", loaded(15), f"{INEXACT_RESUME_MARK} 15 ({gpu})",
+           loaded(18)]
+    assert resume_exact(log) is False
+    assert resume_inexact_reason(log) == f"update 15: {gpu}; update 18: {UNMARKED_RESUME}"
+    assert resume_inexact_reason(log[:3]) is None and resume_inexact_reason([FRESH]) is None
+
+
 def test_a_record_without_resume_exact_that_was_resumed_counts_as_inexact():
     assert inexact_resume(Record.from_dict({"status": "ok", "resumed_from_update": 109}))  # written before issue 48
     assert not inexact_resume(Record.from_dict({"status": "ok", "resumed_from_update": 0}))
@@ -259,6 +275,15 @@ def test_redo_inexact_finds_the_cells_whose_training_was_or_would_be_resumed_ine
                    "old-log": "its training was resumed inexactly",
                    "old-checkpoint": "its checkpoints were written without the random states an exact resume needs",
                    "new-checkpoint": ""}
+    assert json.loads((cells["new-checkpoint"] / "state.json").read_text())["exact_resume"] == RESUME_VERSION
+    # Checkpoints of the version before issue 58 (random states, not the loop's) and a record that says why.
+    state["exact_resume"] = True
+    (cells["old-checkpoint"] / "state.json").write_text(json.dumps(state))
+    (cells["old-record"] / "result.json").write_text(json.dumps(
+        {**ok, "resumed_from_update": 9, "resume_exact": False, "resume_inexact_reason": "update 9: saved on cpu"}))
+    assert resume.inexact_training(cells["old-checkpoint"]) == "its checkpoints were written by another version of " \
+                                                               "the trainer"
+    assert resume.inexact_training(cells["old-record"]) == "resumed inexactly from update 9 (update 9: saved on cpu)"
 
 
 # fairseq's own lines (fairseq_cli/train.py, should_stop_early / validate_and_save)
@@ -277,6 +302,15 @@ def test_what_stopped_a_training_is_read_from_its_last_run():
     resumed = [TIME_CAP, "INFO | fairseq.trainer | Preparing to load checkpoint /c/checkpoint_last.pt",
                rec("train", 218, epoch=2)]
     assert stopped_by(resumed) == "max_epoch"
+    # What the plateau schedule's floor and early stopping log (fairseq_cli/train.py), and the trainer's
+    # line for a training resumed where it had ended (killed after its last save).
+    floor = ("INFO | fairseq_cli.train | stopping training because current learning rate (2.5e-05) is smaller than "
+             "or equal to minimum learning rate (--stop-min-lr=0.0001)")
+    early = "INFO | fairseq_cli.train | early stop since valid performance hasn't improved for last 3 runs"
+    assert stopped_by([rec("train", 21, epoch=7), floor, "done training"]) == "stop_min_lr"
+    assert stopped_by([early, "done training"]) == "early_stop"
+    assert stopped_by([*resumed, f"{FINISHED_MARK} max_update (update 20)", "done training"]) == "max_update"
+    assert stopped_by([f"{FINISHED_MARK} early_stop (update 20)"]) == "early_stop"
 
 
 def test_a_time_capped_training_is_kept_as_such_when_scored_later(tmp_path):

@@ -63,6 +63,9 @@ def test_cells_side_by_side_get_their_share_only_when_the_config_names_no_thread
     ("runtime.threads=2.5", "runtime.threads=2.5 is not allowed; allowed: null or a whole number >= 1"),
     ("runtime.omp_wait_policy=SLEEPY",
      "runtime.omp_wait_policy='SLEEPY' is not allowed; allowed: null, PASSIVE, ACTIVE"),
+    ("runtime.deterministic=maybe",
+     "runtime.deterministic='maybe' is not allowed; allowed: true (deterministic GPU kernels: a GPU cell repeats bit "
+     "for bit, slower) or false (torch's defaults)"),
 ])
 def test_bad_runtime_values_are_refused(override, message):
     with pytest.raises(ConfigError) as err:
@@ -143,3 +146,20 @@ def test_runtime_and_redo_change_neither_a_cells_directory_nor_its_result_hash()
     assert get_overrides_dirname(overrides=parsed, exclude_keys=list(naming.exclude_keys), item_sep=naming.item_sep,
                                  kv_sep=naming.kv_sep) == "placement=both"
     assert config_hash(plain) == config_hash(tuned)
+
+
+def test_the_deterministic_mode_reaches_the_trainer_and_the_hashes_only_where_it_changes_results():
+    from posenc.harness.config.commands import train_command
+    from posenc.trainer.deterministic import CUBLAS_CONFIG, CUBLAS_VARIABLE, FLAG
+
+    plain, asked = compose_cell("placement=both"), compose_cell("placement=both", "runtime.deterministic=true")
+    assert (plain.deterministic, asked.deterministic) == (False, True)
+    assert FLAG in train_command("/bin", "/save", asked) and FLAG not in train_command("/bin", "/save", plain)
+    assert asked.environment[CUBLAS_VARIABLE] == CUBLAS_CONFIG and CUBLAS_VARIABLE not in plain.environment
+    # A GPU cell (gpus=1, the default) trains other bits in the mode: hashed apart. A CPU cell does not.
+    assert asked.hashes.config != plain.hashes.config and asked.hashes.training != plain.hashes.training
+    cpu, cpu_asked = compose_cell("placement=both", "gpus=0"), compose_cell("placement=both", "gpus=0",
+                                                                          "runtime.deterministic=true")
+    assert cpu_asked.hashes == cpu.hashes and FLAG in train_command("/bin", "/save", cpu_asked)
+    with pytest.raises(ConfigError, match=r"^runtime.deterministic='yes' is not allowed; allowed: true"):
+        compose_cell("placement=both", "runtime.deterministic=yes")

@@ -128,14 +128,15 @@ def test_statuses_change_only_through_finish_and_always_say_why():
 
 
 # result.json's keys, in order, as written before the splits became one type each (main at 485dd62):
-# sweeps written then read the same; ``resume_exact`` came later (issue 48).
+# sweeps written then read the same; ``resume_exact`` came later (issue 48), ``resume_inexact_reason`` and
+# ``deterministic`` later still (issue 58).
 RESULT_KEYS = ("experiment", "model", "data", "pe", "placement", "encoder_pos", "decoder_pos", "seed", "family",
                "trial", "status", "error", *(field(name, split) for split in SPLITS for name in (
                    "bleu", "bleu_signature", "bleu_options", "tok_bleu", "chrf", "chrf_signature", "chrf_options",
                    "test_sentences", "hypotheses", "generate_wall_s")),
                "valid_ppl", "valid_loss", "num_updates", "epochs", "best_epoch", "stopped_by", "device",
-               "gpu_index", "gpu_uuid", "train_wall_s", "resumed_from_update", "resume_exact", "job_dir", "config_hash",
-               "corpus", "cell_wall_s")
+               "gpu_index", "gpu_uuid", "train_wall_s", "resumed_from_update", "resume_exact",
+               "resume_inexact_reason", "deterministic", "job_dir", "config_hash", "corpus", "cell_wall_s")
 
 
 def test_each_split_is_one_type_and_result_json_keeps_its_flat_keys(tmp_path):

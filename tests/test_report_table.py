@@ -195,19 +195,23 @@ def test_cells_resumed_inexactly_are_flagged(data, tmp_path):
     root, splits, corpus = data
     sweep = tmp_path / "resumed"
     resumes = {1: {"resumed_from_update": 109}, 2: {"resumed_from_update": 109, "resume_exact": True},
-               3: {"resumed_from_update": 0}}
+               3: {"resumed_from_update": 0},
+               4: {"resumed_from_update": 60, "resume_exact": False,
+                   "resume_inexact_reason": "update 60: saved on cpu, resumed on cuda"}}
     for seed, how in resumes.items():
         write_cell(sweep, f"placement=both,seed={seed}", corpus, splits, hyps_for(splits, 0.1, seed), seed=seed, **how)
         write_cell(sweep, f"placement=none,seed={seed}", corpus, splits, hyps_for(splits, 0.3, seed), seed=seed,
                    placement="none")
     text = report_text([sweep])
     headers = row(text, "position embeddings")
-    assert dict(zip(headers, row(text, "both (encoder and decoder)")))["seeds ok"] == "3 (1 resumed inexactly)"
-    assert dict(zip(headers, row(text, "neither")))["seeds ok"] == "3"
+    assert dict(zip(headers, row(text, "both (encoder and decoder)")))["seeds ok"] == "4 (2 resumed inexactly)"
+    assert dict(zip(headers, row(text, "neither")))["seeds ok"] == "4"
     assert "RESUMED INEXACTLY placement=both,seed=1: resumed from update 109 without" in text
+    assert ("RESUMED INEXACTLY placement=both,seed=4: resumed from update 60 inexactly (update 60: saved on cpu, "
+            "resumed on cuda)") in text
     assert "redo=inexact" in text and "placement=both,seed=2:" not in text
     rows = {r["placement"]: r for r in table_rows(sweep)}
-    assert rows["both"]["resumed_inexactly"] == "1" and rows["none"]["resumed_inexactly"] == ""
+    assert rows["both"]["resumed_inexactly"] == "1; 4" and rows["none"]["resumed_inexactly"] == ""
 
 
 def test_a_record_without_its_corpus_is_untestable_not_an_error(data, tmp_path):

@@ -22,7 +22,8 @@ NOT_OUTCOME = {
     "logger.group": "(as logger)",
     "logger.tags": "(as logger)",
     "logger.notes": "(as logger)",
-    "runtime": "how fairseq's children use the machine: thread counts, OpenMP waiting",
+    "runtime": "how fairseq's children use the machine: thread counts, OpenMP waiting (runtime.deterministic "
+               "enters the hashes on its own where it changes a result: posenc.harness.hashing)",
     "runtime.threads": "(as runtime)",
     "runtime.omp_wait_policy": "(as runtime)",
     "runtime.cells_per_gpu": "(as runtime): how many cells share a GPU side by side",
@@ -52,6 +53,8 @@ NOT_NAMING = {
     "data.references.test": "(as data.train)",
     "data.references.test_long": "(as data.train)",
     "kinds_module": "(as data.train): the hashes take the file's content, the kinds it registers name the cells",
+    "runtime.deterministic": "how a GPU's kernels run: where it changes the result it enters the hashes, and "
+                             "the cell trains anew in the same directory",
 }
 
 # Keys (top-level or dotted) added after cells were hashed, whose null means what their absence meant:

@@ -41,8 +41,9 @@ RUNNING_ERROR = "still running, or stopped without recording an outcome (killed 
 # The test splits a cell may be scored on: ``test`` always, ``test_long`` where the corpus has one.
 SPLITS = ("test", "test_long")
 
-# ``stopped_by``: what ended a cell's training (max_epoch, max_update or TIME_CAP). A cell that
-# budget.max_time_min stopped is finished but not whole: its score depends on the machine's speed.
+# ``stopped_by``: what ended a cell's training (max_epoch, max_update, TIME_CAP, early_stop or stop_min_lr:
+# posenc.harness.fairseq_logs.stopped_by). A cell that budget.max_time_min stopped is finished but not
+# whole: its score depends on the machine's speed.
 TIME_CAP = "time_cap"
 
 
@@ -107,6 +108,10 @@ class Record:
     resumed_from_update: int = 0
     # every resume restored all a cell draws from (posenc.trainer.exact_resume); None: never resumed
     resume_exact: bool = None
+    # why a resume was not exact (resume_exact false): "update N: why" for each (posenc.trainer.exactness)
+    resume_inexact_reason: str = None
+    # runtime.deterministic: trained in the deterministic GPU mode (posenc.trainer.deterministic)
+    deterministic: bool = None
     # the cell
     job_dir: str = ""
     config_hash: str = None
@@ -242,7 +247,8 @@ for _split in SPLITS:
 _ONLY_WHEN_SET = frozenset({*(field(n, "test_long") for n in SPLIT_FIELDS),
                             "bleu_options", "chrf_options", "chrf_signature", "generate_wall_s", "epochs",
                             "best_epoch", "stopped_by", "device", "gpu_index", "gpu_uuid", "config_hash", "corpus",
-                            "cell_wall_s", "trial", "valid_loss", "resume_exact"})
+                            "cell_wall_s", "trial", "valid_loss", "resume_exact", "resume_inexact_reason",
+                            "deterministic"})
 
 
 def new_record(identity: dict, job_dir: Path, family: str, error: str = "") -> Record:
@@ -292,8 +298,8 @@ def time_capped(record: Record) -> bool:
 
 def inexact_resume(record: Record) -> bool:
     """Whether a record's training was resumed in a way that may differ from an uninterrupted run:
-    resumed, and not known to be exact (a record from before ``resume_exact``, or a resume from a
-    checkpoint without the random states: issue 48's batch-order bug)."""
+    resumed, and not known to be exact (a record from before ``resume_exact``, or a resume the trainer
+    said was inexact: ``resume_inexact_reason`` says why)."""
     return record is not None and bool(record.resumed_from_update) and record.resume_exact is not True
 
 

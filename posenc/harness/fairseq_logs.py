@@ -4,7 +4,7 @@ import json
 import re
 
 from posenc.cells.record import TIME_CAP
-from posenc.trainer.stop import EXACT_RESUME_MARK
+from posenc.trainer.stop import EXACT_RESUME_MARK, FINISHED_MARK, INEXACT_RESUME_MARK
 
 _RECORD = re.compile(r"\| (train|valid|train_inner) \| (\{.*\})\s*$")
 
@@ -63,19 +63,40 @@ def resumed_from(log_lines) -> int:
     return found
 
 
-def resume_exact(log_lines):
-    """Whether every resume since the training's fresh start was exact: the trainer restored each
-    checkpoint with its random states (``EXACT_RESUME_MARK`` after fairseq's ``Loaded checkpoint``);
-    a resume without that line (an older version's, or a checkpoint it wrote) was not. None: never resumed."""
-    resumes = []
+# A resume the trainer said nothing about: one by a trainer before exact resume (issue 48).
+UNMARKED_RESUME = "resumed by a trainer that restores no random states (a version before exact resume)"
+_INEXACT = re.compile(re.escape(INEXACT_RESUME_MARK) + r" \d+ \((.*)\)\s*$")
+
+
+def resumes(log_lines) -> list:
+    """``(update, why it was inexact or "")`` of every resume since the training's fresh start: the
+    trainer prints ``EXACT_RESUME_MARK`` or ``INEXACT_RESUME_MARK (why)`` after fairseq's ``Loaded
+    checkpoint``; a resume without either line (an older version's) was not exact."""
+    found = []
     for line in log_lines:
+        updates = loaded_checkpoint_updates(line)
         if "No existing checkpoint found" in line:
-            resumes = []
-        elif loaded_checkpoint_updates(line) is not None:
-            resumes.append(False)
-        elif EXACT_RESUME_MARK in line and resumes:
-            resumes[-1] = True
-    return all(resumes) if resumes else None
+            found = []
+        elif updates is not None:
+            found.append((updates, UNMARKED_RESUME))
+        elif found and EXACT_RESUME_MARK in line:
+            found[-1] = (found[-1][0], "")
+        elif found and INEXACT_RESUME_MARK in line:
+            why = _INEXACT.search(line)
+            found[-1] = (found[-1][0], why.group(1) if why else "the trainer said it was inexact")
+    return found
+
+
+def resume_exact(log_lines):
+    """Whether every resume since the training's fresh start was exact; None: never resumed."""
+    found = resumes(log_lines)
+    return not any(why for _, why in found) if found else None
+
+
+def resume_inexact_reason(log_lines):
+    """Why the resumes that were not exact were not (``update N: why``, "; " between them), else None."""
+    reasons = [f"update {updates}: {why}" for updates, why in resumes(log_lines) if why]
+    return "; ".join(reasons) or None
 
 
 def last_saved_update(log_lines):
@@ -103,23 +124,30 @@ def training_records(log_lines):
     return records
 
 
-# What ended a training run. fairseq logs a line for its update and time caps; it logs none when
-# it simply runs out of epochs.
+# What ended a training run. fairseq logs a line for its update and time caps, early stopping
+# (--patience) and the plateau schedule's floor (--stop-min-lr); it logs none when it simply runs out
+# of epochs. The trainer's FINISHED_MARK names what had ended a training it resumed at its last save.
 _STOP_LINES = {"Stopping training due to num_updates": "max_update",
-               "Stopping training due to cumulative_training_time": TIME_CAP}
+               "Stopping training due to cumulative_training_time": TIME_CAP,
+               "early stop since valid performance hasn't improved": "early_stop",
+               "stopping training because current learning rate": "stop_min_lr",
+               **{f"{FINISHED_MARK} {reason}": reason for reason in ("max_update", TIME_CAP, "early_stop")}}
+# When several end the same update: the first of these.
+STOP_ORDER = ("max_update", TIME_CAP, "early_stop", "stop_min_lr")
 NEW_RUN = "Preparing to load checkpoint"
 
 
 def stopped_by(log_lines) -> str:
-    """What ended the last run in a finished train log: ``time_cap`` (``budget.max_time_min``,
-    fairseq's ``--stop-time-hours``) when that cut training short, ``max_update`` when the update
-    cap was reached (even if time ran out on the same update), else ``max_epoch``."""
+    """What ended the last run in a finished train log: ``max_update`` when the update cap was
+    reached (even if time ran out on the same update), ``time_cap`` (``budget.max_time_min``,
+    fairseq's ``--stop-time-hours``) when that cut training short, ``early_stop`` (``--patience``),
+    ``stop_min_lr`` (the lr fell to ``--stop-min-lr``: ``optim=convs2s``'s own end), else ``max_epoch``."""
     reasons = set()
     for line in log_lines:
         if NEW_RUN in line:
             reasons = set()
         reasons.update(reason for text, reason in _STOP_LINES.items() if text in line)
-    return "max_update" if "max_update" in reasons else TIME_CAP if TIME_CAP in reasons else "max_epoch"
+    return next((reason for reason in STOP_ORDER if reason in reasons), "max_epoch")
 
 
 # fairseq's trainer prints each rank's CUDA device when it trains on CUDA (CudaEnvironment), nothing on
@@ -152,6 +180,7 @@ def training_fields(log_lines) -> dict:
             "num_updates": summary["num_updates"], "epochs": summary["epochs"],
             "best_epoch": summary["best_epoch"], "stopped_by": stopped_by(log_lines),
             "resumed_from_update": resumed_from(log_lines), "resume_exact": resume_exact(log_lines),
+            "resume_inexact_reason": resume_inexact_reason(log_lines),
             "device": training_device(log_lines)}
 
 

@@ -64,7 +64,20 @@ def hashed_config(cfg, ignore=(), kinds_sha256: str = None) -> dict:
     revisions = cell_kind_revisions(cfg)
     if revisions:  # a kind whose behaviour changed: its cells are not the ones trained before
         data[KIND_REVISIONS] = revisions
+    if deterministic_gpu(cfg):  # other kernels, other bits: not the cell trained without the mode
+        data[DETERMINISTIC] = True
     return data
+
+
+# The hashed data's entry for ``runtime.deterministic=true`` (posenc.trainer.deterministic), the one
+# runtime setting that changes a result: present only where it does, so every other cell keeps its
+# hash (the default false; a CPU cell, gpus=0, whose kernels are deterministic already).
+DETERMINISTIC = "deterministic"
+
+
+def deterministic_gpu(cfg) -> bool:
+    runtime = cfg.get("runtime")
+    return bool(runtime is not None and runtime.get("deterministic") is True and cfg.get("gpus") != 0)
 
 
 # The hashed data's entry for the revisions of the cell's kinds (``posenc.kinds.register_kind``):

@@ -294,10 +294,10 @@ def status_notes(report) -> list:
                          "epochs; its scores depend on the machine's speed (a rerun with "
                          "budget.max_time_min=0 trains it in full)")
         if is_ok(rec) and inexact_resume(rec):
-            lines.append(f"RESUMED INEXACTLY {cell.name}: resumed from update {rec.resumed_from_update} without "
-                         "the random states and first-epoch batches an exact resume restores (a version before "
-                         "issue 48): close to an uninterrupted run, not equal; a rerun with redo=inexact "
-                         "retrains it from scratch")
+            why = f"inexactly ({rec.resume_inexact_reason})" if rec.resume_inexact_reason else \
+                "without the random states and first-epoch batches an exact resume restores (a version before issue 48)"
+            lines.append(f"RESUMED INEXACTLY {cell.name}: resumed from update {rec.resumed_from_update} {why}: close "
+                         "to an uninterrupted run, not equal; a rerun with redo=inexact retrains it from scratch")
     lines += [f"MISSING {name}: planned, never reported" for name in sweep.missing]
     lines += [f"UNREADABLE {name}/{RESULT_FILE}: {why}" for name, why in sweep.unreadable]
     if (sweep.dir / PLAN_FILE).exists() and not sweep.planned:

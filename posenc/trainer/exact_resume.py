@@ -5,7 +5,9 @@ training epoch's batches under ``numpy_seed(seed + epoch)`` for the epoch its it
 for (``FairseqTask.get_batch_iterator``). An uninterrupted run creates the iterator once, for epoch
 1, and reshuffles those batches every epoch (``EpochBatchIterator.ordered_batches``, seeded
 ``seed + epoch``); a process resumed in epoch 2 or later builds other batches (other sentences
-side by side). Everything else a cell draws from is restored already or reseeded: the model,
+side by side). Its loop also carries state the checkpoint lacks (``posenc.trainer.loop_state``: the
+plateau schedule's counters and the lr step of an epoch's end, early stopping's counter, fp16's
+loss scaler). Everything else a cell draws from is restored already or reseeded: the model,
 optimizer, schedule and iterator position (fairseq's checkpoint), the torch generators (fairseq
 reseeds them with ``seed + num_updates`` before every update), a kind's own shift generator (the
 model's state dict: ``posenc.encodings.shifted``). numpy's and Python's global generators are
@@ -18,10 +20,12 @@ process (``posenc.trainer.train``); ``tests/test_exact_resume.py`` fails loudly 
   fairseq rebuilds them every epoch anyway (sharded data, a disabled iterator cache): then the
   uninterrupted run has the epoch's own too;
 - ``state_dict``: adds ``RESUME_KEY`` to the checkpoint's ``extra_state``: the generators' states,
-  which also mark the checkpoint as one an exact resume can start from;
-- ``load_checkpoint``: restores them and prints ``EXACT_RESUME_MARK`` (or ``INEXACT_RESUME_MARK``
-  for a checkpoint without them, written by an older version), which the harness reads from the
-  train log into the record's ``resume_exact``.
+  the loop's state and how this process trains (``posenc.trainer.exactness.process_state``);
+- ``load_checkpoint``: restores them, replays a pending epoch-end lr step, and prints
+  ``EXACT_RESUME_MARK``, or ``INEXACT_RESUME_MARK`` with the reasons
+  (``posenc.trainer.exactness``), which the harness reads from the train log into the record's
+  ``resume_exact`` and ``resume_inexact_reason``. A checkpoint where training had ended is noted
+  (``finished``): the trainer then trains no further (``posenc.trainer.train``).
 """
 
 import random
@@ -30,11 +34,12 @@ import numpy as np
 import torch
 from fairseq.trainer import Trainer
 
-from posenc.trainer.stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK
+from posenc.trainer import exactness, loop_state
+from posenc.trainer.stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK, RESUME_VERSION
 
 RESUME_KEY = "posenc_resume"
-VERSION = 1
 _STOCK = {}
+_RESUMED = {"finished": ""}  # what had ended the training at the checkpoint this process resumed from
 
 
 def install() -> None:
@@ -67,7 +72,7 @@ def random_states() -> dict:
     """Every global generator's state, in types a checkpoint loads without pickled numpy objects."""
     kind, keys, pos, has_gauss, cached = np.random.get_state()
     version, internal, gauss = random.getstate()
-    return {"version": VERSION, "torch": torch.get_rng_state(),
+    return {"version": RESUME_VERSION, "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
             "python": [version, list(internal), gauss]}
@@ -85,21 +90,33 @@ def restore_random_states(saved: dict) -> None:
 
 def state_dict(self):
     state = _STOCK["state_dict"](self)
-    state["extra_state"][RESUME_KEY] = random_states()
+    state["extra_state"][RESUME_KEY] = {**random_states(), **loop_state.capture(self), **exactness.process_state(self)}
     return state
 
 
 def load_checkpoint(self, filename, *args, **kwargs):
-    """fairseq's, then the generators' states, and a line that says whether this resume is exact."""
+    """fairseq's, then the generators' and the loop's states, and a line that says whether this
+    resume is exact."""
     extra_state = _STOCK["load_checkpoint"](self, filename, *args, **kwargs)
     if extra_state is None:  # no checkpoint: a fresh start
         return extra_state
     saved = extra_state.get(RESUME_KEY)
-    updates = self.get_num_updates()
-    if saved is None:
-        print(f"{INEXACT_RESUME_MARK} {updates} (its checkpoint lacks the random states: written by an "
-              "older version)", flush=True)
-    else:
+    reasons = exactness.inexact_reasons(self, saved)
+    if saved is not None and saved.get("version", 0) <= RESUME_VERSION:  # (an older version's: what it saved)
         restore_random_states(saved)
+        loop_state.restore(self, saved)
+    loop_state.replay_epoch_end(self, extra_state)  # fairseq saved what it needs for every checkpoint
+    updates = self.get_num_updates()
+    if reasons:
+        print(f"{INEXACT_RESUME_MARK} {updates} ({'; '.join(reasons)})", flush=True)
+    else:
         print(f"{EXACT_RESUME_MARK} {updates}", flush=True)
+    _RESUMED["finished"] = exactness.finished_reason(self)
     return extra_state
+
+
+def finished() -> str:
+    """What had ended the training at the checkpoint this process resumed from ("" if nothing did),
+    once: the first epoch's start asks."""
+    reason, _RESUMED["finished"] = _RESUMED["finished"], ""
+    return reason

@@ -11,8 +11,13 @@ the harness (``posenc.harness``), which never imports fairseq itself.
   goes to every process of the job, and USR2's default action would kill fairseq outright; the
   harness turns it into a save-and-stop instead.
 - ``EXACT_RESUME_MARK`` / ``INEXACT_RESUME_MARK``: printed by the trainer (``posenc.trainer.exact_resume``)
-  after it restored a checkpoint, with its update count; the harness reads them into the record's
-  ``resume_exact``.
+  after it restored a checkpoint, with its update count (and, when inexact, why in parentheses); the
+  harness reads them into the record's ``resume_exact`` and ``resume_inexact_reason``.
+- ``FINISHED_MARK REASON``: the checkpoint a trainer resumed from is where training had ended
+  (``max_update``, ``time_cap``, ``early_stop``: killed after its last save); it trains no further,
+  and the harness reads the reason into ``stopped_by``.
+- ``RESUME_VERSION``: what the trainer's checkpoints hold for an exact resume; ``state.json``'s
+  ``exact_resume`` says which version wrote a cell's checkpoints.
 """
 
 import signal
@@ -23,3 +28,7 @@ STOPPED_MARK = "posenc: training stopped on request, checkpoint saved at update"
 STOPPED_EXIT = 75  # EX_TEMPFAIL: try again later (resume)
 EXACT_RESUME_MARK = "posenc: exact resume, random states and first-epoch batches restored at update"
 INEXACT_RESUME_MARK = "posenc: inexact resume at update"
+FINISHED_MARK = "posenc: resumed where training had ended, trained no further:"
+# 1: the random states (issue 48); 2: also the plateau scheduler, early stopping, the fp16 loss scaler,
+# the world size, the device and the deterministic mode (issue 58).
+RESUME_VERSION = 2

@@ -19,14 +19,19 @@ at an update where fairseq validates and saves anyway, lets it do so: the resume
 checkpoint is then the uninterrupted one's) and tells the loop to stop; with several GPUs the ranks
 agree (an all-reduce of the request) so that all stop after the same update.
 
-Exact resume: ``posenc.trainer.exact_resume`` makes a resumed run train on as the uninterrupted one would.
+Exact resume: ``posenc.trainer.exact_resume`` makes a resumed run train on as the uninterrupted one would;
+a run resumed from the checkpoint where training had ended (``max_update``, the time cap, early
+stopping: killed after that save) trains no further and says so (``FINISHED_MARK``): fairseq's loop
+would train one more update before it checks. ``--posenc-deterministic`` (``runtime.deterministic``)
+switches each training process to the deterministic GPU mode (``posenc.trainer.deterministic``).
 """
 
+import os  # isort: skip
 import signal  # isort: skip
 import sys  # isort: skip
 
 from posenc.trainer.decode import split_argv  # isort: skip
-from posenc.trainer.stop import IGNORED, SAVE_AND_STOP, STOPPED_EXIT, STOPPED_MARK  # isort: skip
+from posenc.trainer.stop import FINISHED_MARK, IGNORED, SAVE_AND_STOP, STOPPED_EXIT, STOPPED_MARK  # isort: skip
 
 _STOP = {"asked": False, "saved_at": None}
 
@@ -53,9 +58,10 @@ from fairseq import checkpoint_utils, options  # noqa: E402
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf  # noqa: E402
 from fairseq.distributed import utils as distributed_utils  # noqa: E402
 
-from posenc.trainer import exact_resume  # noqa: E402
+from posenc.trainer import deterministic, exact_resume  # noqa: E402
 
 _STOCK_VALIDATE_AND_SAVE = train.validate_and_save
+_STOCK_TRAIN = train.train
 
 
 def parse(argv):
@@ -75,20 +81,23 @@ def stop_agreed(trainer) -> bool:
     return bool(flag.item() > 0)
 
 
-def saves_here(cfg, trainer, end_of_epoch) -> bool:
+def saves_here(cfg, trainer, epoch_itr, end_of_epoch) -> bool:
     """Whether fairseq validates and saves after this update anyway (fairseq_cli.train's
-    ``do_save``: an epoch's end, ``--save-interval-updates``, ``--max-update``); the same on every rank."""
-    updates, interval = trainer.get_num_updates(), cfg.checkpoint.save_interval_updates
-    return end_of_epoch or (interval > 0 and updates % interval == 0) or updates >= (cfg.optimization.max_update or
-                                                                                  float("inf"))
+    ``do_save``: an epoch's end at ``--save-interval``, ``--save-interval-updates``, ``--max-update``);
+    the same on every rank."""
+    updates, checkpoint = trainer.get_num_updates(), cfg.checkpoint
+    interval = checkpoint.save_interval_updates
+    return ((end_of_epoch and epoch_itr.epoch % checkpoint.save_interval == 0)
+            or (interval > 0 and updates % interval == 0 and updates >= cfg.dataset.validate_after_updates)
+            or updates >= (cfg.optimization.max_update or float("inf")))
 
 
 def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):
     """fairseq's own, unless a stop was asked for: then save now and stop."""
     if not stop_agreed(trainer):
         return _STOCK_VALIDATE_AND_SAVE(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
-    if saves_here(cfg, trainer, end_of_epoch):  # its validation and save first: a resumed run never does them again,
-        # and the best checkpoint is the uninterrupted run's
+    if saves_here(cfg, trainer, epoch_itr, end_of_epoch):  # its validation and save first: a resumed run never
+        # does them again, and the best checkpoint is the uninterrupted run's
         valid_losses, _ = _STOCK_VALIDATE_AND_SAVE(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
     else:
         valid_losses = [None]
@@ -97,9 +106,21 @@ def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch
     return valid_losses, True
 
 
-def train_main(cfg, **kwargs) -> None:
-    """fairseq-train's ``main`` in each training process (spawned ranks install the handlers too)."""
+def train_epoch(cfg, trainer, task, epoch_itr):
+    """fairseq's epoch, unless the checkpoint resumed from is where training had ended: then none."""
+    reason = exact_resume.finished()
+    if reason:
+        print(f"{FINISHED_MARK} {reason} (update {trainer.get_num_updates()})", flush=True)
+        return [None], True
+    return _STOCK_TRAIN(cfg, trainer, task, epoch_itr)
+
+
+def train_main(cfg, deterministic_mode=False, **kwargs) -> None:
+    """fairseq-train's ``main`` in each training process (spawned ranks install the handlers and
+    switch to the deterministic mode too)."""
     install_handlers()
+    if deterministic_mode:
+        deterministic.apply()
     exact_resume.install()
     train.main(cfg, **kwargs)
     if _STOP["saved_at"] is not None:
@@ -107,9 +128,12 @@ def train_main(cfg, **kwargs) -> None:
 
 
 def main(argv=None) -> None:
-    train.validate_and_save = validate_and_save
+    train.validate_and_save, train.train = validate_and_save, train_epoch
     argv, decode_plan = split_argv(sys.argv[1:] if argv is None else argv)  # posenc.trainer.decode
-    distributed_utils.call_main(parse(argv), train_main)
+    argv, deterministic_mode = deterministic.split_flag(argv)
+    if deterministic_mode:  # before CUDA starts, in this process and the ranks it spawns
+        os.environ.setdefault(deterministic.CUBLAS_VARIABLE, deterministic.CUBLAS_CONFIG)
+    distributed_utils.call_main(parse(argv), train_main, deterministic_mode=deterministic_mode)
     if _STOP["asked"]:
         sys.exit(STOPPED_EXIT)
     if decode_plan:  # the start is paid once: the test split(s) decoded here (posenc.trainer.fairseq_decode)

@@ -6,6 +6,8 @@ import socket
 import sys
 from pathlib import Path
 
+from posenc.trainer.deterministic import FLAG as DETERMINISTIC_FLAG
+
 # The plugin's directory, found without importing it (that would import fairseq into posenc-run).
 PLUGIN_DIR = Path(importlib.util.find_spec("posenc.fairseq_plugin").submodule_search_locations[0]).resolve()
 
@@ -104,6 +106,7 @@ def train_command(bin_dir, save_dir, cell) -> list:
         "--log-format", "json", "--log-interval", "50",
         "--num-workers", "0",
         *train_flags(cell),  # precision and GPUs per cell (W&B is logged by the harness, not fairseq)
+        *([DETERMINISTIC_FLAG] if cell.deterministic else []),  # runtime.deterministic (posenc.trainer.deterministic)
     ]
 
 

@@ -9,8 +9,9 @@ same run. Variables the harness always sets:
 - ``PYTHONUNBUFFERED=1``: fairseq's log lines reach the harness (progress, divergence checks)
   and ``train.log`` as they are printed, and are not lost when a step is killed.
 
-Set only when the config asks: ``OMP_NUM_THREADS`` (``runtime.threads``) and
-``OMP_WAIT_POLICY`` (``runtime.omp_wait_policy``). Cells that run side by side (a parallel
+Set only when the config asks: ``OMP_NUM_THREADS`` (``runtime.threads``),
+``OMP_WAIT_POLICY`` (``runtime.omp_wait_policy``) and ``CUBLAS_WORKSPACE_CONFIG``
+(``runtime.deterministic=true``: ``posenc.trainer.deterministic``). Cells that run side by side (a parallel
 launcher) also get their share of the cores and GPUs of their own (``posenc.harness.launch.parallel``:
 ``OMP_NUM_THREADS``, ``CUDA_VISIBLE_DEVICES``).
 
@@ -22,6 +23,7 @@ import os
 from collections.abc import Mapping
 
 from posenc.harness.errors import ConfigError
+from posenc.trainer.deterministic import CUBLAS_CONFIG, CUBLAS_VARIABLE
 
 ALWAYS = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "PYTHONUNBUFFERED": "1"}
 WAIT_POLICIES = ("PASSIVE", "ACTIVE")
@@ -73,6 +75,15 @@ def warm_trainer(value) -> bool:
                       "once per slot) or false (a fresh trainer process per cell)")
 
 
+def deterministic(value) -> bool:
+    """``runtime.deterministic``: true (the trainer's deterministic GPU mode, ``posenc.trainer.deterministic``)
+    or false (torch's defaults: GPU kernels that need not repeat their bits)."""
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"runtime.deterministic={value!r} is not allowed; allowed: true (deterministic GPU kernels: "
+                      "a GPU cell repeats bit for bit, slower) or false (torch's defaults)")
+
+
 def added_environment(runtime) -> dict:
     """The variables the harness sets for fairseq's children (and ``commands.sh`` exports), apart
     from what cells side by side get from ``posenc.harness.launch.parallel`` (a thread share, their GPUs)."""
@@ -86,6 +97,8 @@ def added_environment(runtime) -> dict:
             raise ConfigError(f"runtime.omp_wait_policy={policy!r} is not allowed; "
                               f"allowed: null, {', '.join(WAIT_POLICIES)}")
         added["OMP_WAIT_POLICY"] = str(policy).upper()
+    if deterministic(runtime.get("deterministic", False)):  # cuBLAS reads it when it starts
+        added[CUBLAS_VARIABLE] = CUBLAS_CONFIG
     return added
 
 

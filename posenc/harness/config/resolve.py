@@ -19,7 +19,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from posenc.corpora import CorpusConfig, CorpusError, parse_corpus_config
-from posenc.harness.config.environment import AUTO, added_environment, cells_per_gpu, warm_trainer
+from posenc.harness.config.environment import AUTO, added_environment, cells_per_gpu, deterministic, warm_trainer
 from posenc.harness.config.limits import RunLength, StepLimits, run_length, step_limits
 from posenc.harness.config.logger import check_logger
 from posenc.harness.config.precision import check_gpu_settings
@@ -73,6 +73,7 @@ class ResolvedCell:
     trial: int = None       # a tuning trial's number: trained and validated, never scored on test
     cells_per_gpu: object = 1  # runtime.cells_per_gpu: "auto" or how many cells share a GPU side by side
     warm_trainer: bool = False  # runtime.warm_trainer: the trainer forked by a warm one (posenc.harness.run.warm)
+    deterministic: bool = False  # runtime.deterministic: the trainer's deterministic GPU mode
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,8 @@ def _cell(cfg, name: CellName, spec: CellSpec, kinds) -> ResolvedCell:
         redo=redo_setting(cfg.get("redo", default("redo"))), logger=logger, hashes=cell_hashes(cfg, kinds),
         resolved_config=resolved_config,
         trial=trial, cells_per_gpu=cells_per_gpu(cfg.runtime.get("cells_per_gpu", AUTO)),
-        warm_trainer=warm_trainer(cfg.runtime.get("warm_trainer", True)))
+        warm_trainer=warm_trainer(cfg.runtime.get("warm_trainer", True)),
+        deterministic=deterministic(cfg.runtime.get("deterministic", False)))
 
 
 def redo_setting(value):

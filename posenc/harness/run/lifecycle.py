@@ -113,7 +113,7 @@ def _run(cell, job_dir: Path, env: dict, progress: CellProgress, pruning=None, i
     prepared = prepare_corpus(cell.data, cell.cache_dir, log=progress.say)
     # The record as the cell starts: running, its identity and hash, no scores yet.
     record = new_record(cell.identity, job_dir, cell.spec.family)
-    record.config_hash, record.trial = cell.hashes.config, cell.trial
+    record.config_hash, record.trial, record.deterministic = cell.hashes.config, cell.trial, cell.deterministic
     record.corpus = prepared.record()
     versions = provenance()
     write_json_atomic(job_dir / layout.PROVENANCE_FILE, versions)

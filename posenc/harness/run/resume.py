@@ -10,9 +10,9 @@ configuration the checkpoints belong to and, once training ended, its summary. A
   when there is nothing intact to resume from; on ``redo=inexact`` when its training was, or would
   be, resumed inexactly (``inexact_training``).
 
-A resume is exact (``posenc.trainer.exact_resume``, in the trainer) when its checkpoint holds the random
-states; ``state.json``'s ``exact_resume`` says that the checkpoints were written by a trainer that
-saves them.
+Whether a resume is exact the trainer decides and says (``posenc.trainer.exactness``); ``state.json``'s
+``exact_resume`` is the version of the resume state (``RESUME_VERSION``) the trainer writing the
+cell's checkpoints saves in them, so that ``redo=inexact`` knows checkpoints no exact resume can start from.
 
 Only checkpoints that fairseq wrote into the cell's own ``checkpoints/`` are ever loaded: a
 symbolic link in there, or a file cut short (the zip archive torch writes lacks its end record),
@@ -30,7 +30,7 @@ from posenc.atomic import copy_atomic, write_json_atomic
 from posenc.cells.layout import BEST, CHECKPOINTS, HYPOTHESES_FILE, LAST, RESULT_FILE, STATE_FILE, TRAIN_LOG
 from posenc.cells.record import Record, inexact_resume
 from posenc.harness.fairseq_logs import NEW_RUN, resume_exact, training_fields
-from posenc.trainer.stop import STOPPED_MARK
+from posenc.trainer.stop import RESUME_VERSION, STOPPED_MARK
 
 _INTERVAL = re.compile(r"^checkpoint_\d+_(\d+)\.pt$")
 
@@ -140,22 +140,26 @@ def inexact_training(job_dir: Path) -> str:
     older trainer wrote (without the random states)."""
     record = Record.read(job_dir)
     if record is not None and record.ok:
-        return f"resumed inexactly from update {record.resumed_from_update}" if inexact_resume(record) else ""
+        if not inexact_resume(record):
+            return ""
+        why = f" ({record.resume_inexact_reason})" if record.resume_inexact_reason else ""
+        return f"resumed inexactly from update {record.resumed_from_update}{why}"
     log = Path(job_dir) / TRAIN_LOG
     if log.exists() and resume_exact(log.read_text(encoding="utf-8", errors="replace").splitlines()) is False:
         return "its training was resumed inexactly"
     state = read_state(job_dir)
-    if state and not state.get("exact_resume") and any((Path(job_dir) / CHECKPOINTS).glob("*.pt")):
-        return "its checkpoints were written without the random states an exact resume needs"
+    if state and state.get("exact_resume") != RESUME_VERSION and any((Path(job_dir) / CHECKPOINTS).glob("*.pt")):
+        return ("its checkpoints were written without the random states an exact resume needs"
+                if not state.get("exact_resume") else "its checkpoints were written by another version of the trainer")
     return ""
 
 
 def begin_training(job_dir: Path, cell) -> dict:
-    """Record which configuration the checkpoints about to be written belong to, and that they
-    hold what an exact resume needs."""
+    """Record which configuration the checkpoints about to be written belong to, and which version of
+    what an exact resume needs they hold."""
     state = read_state(job_dir) or {}
     state = {"training_hash": cell.hashes.training, "finished": False, "train_wall_s": state.get("train_wall_s", 0.0),
-             "exact_resume": True}
+             "exact_resume": RESUME_VERSION}
     write_json_atomic(Path(job_dir) / STATE_FILE, state)
     return state
 
