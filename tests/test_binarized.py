@@ -125,6 +125,7 @@ def test_without_references_dirs_own_targets_are_the_references_and_the_content_
     assert changed.cache_key != prepared.cache_key
 
 
+@pytest.mark.usefixtures("without_fairseq_config_store")  # the config is composed here
 def test_the_cells_fairseq_lines_name_the_pair(databins):
     cell = compose_cell("data=binarized", f"data.dir={databins['two_pairs']}", "data.src=fr")
     from posenc.harness.config.commands import generate_command, train_command

@@ -36,6 +36,8 @@ IWSLT_FCONV_DEFAULTS = "--momentum 0.99 --criterion cross_entropy --lr-scheduler
                        "--lr-shrink 0.1 --stop-min-lr 1e-5"
 NOT_THE_RECIPES = {"--save-dir"}  # where the checkpoints go: the harness's
 
+pytestmark = pytest.mark.usefixtures("without_fairseq_config_store")  # the config is composed here
+
 
 def recipe_flags(command: str) -> dict:
     """``{flag: value}`` of a fairseq command line (a flag without a value: True); the data directory dropped."""

@@ -34,6 +34,7 @@ def test_a_path_never_nests_folders_and_a_long_name_is_cut_with_a_hash():
     assert len(long_name) == MAX_NAME and long_name != sweep_name(many[:-1], unnamed)
 
 
+@pytest.mark.usefixtures("without_fairseq_config_store")  # the config is composed here
 def test_presets_keep_their_directory_and_other_data_or_models_go_beside_it():
     assert compose_cfg("experiment=table4").hydra.sweep.dir == "results/table4"
     assert compose_cfg("experiment=table4", "redo=true", "logger=wandb").hydra.sweep.dir == "results/table4"
