@@ -196,3 +196,17 @@ def test_the_fairseq_code_exact_resume_wraps_is_where_and_as_it_was():
     restore = inspect.getsource(checkpoint_utils.load_checkpoint)
     assert 'trainer.get_train_iterator(\n            epoch=itr_state["epoch"]' in restore
     assert "epoch_itr.load_state_dict(itr_state)" in restore
+    # What posenc.trainer.loop_state relies on: the loop saves an epoch's last checkpoint (with its
+    # val_loss) before the epoch's lr step, a restore steps without a loss, and the state it carries.
+    from fairseq.optim.lr_scheduler.reduce_lr_on_plateau import ReduceLROnPlateauLRSchedule
+    from fairseq_cli import train
+
+    loop = inspect.getsource(train.main)
+    assert loop.index("train(cfg, trainer, task, epoch_itr)") < loop.index(
+        "lr = trainer.lr_step(epoch_itr.epoch, valid_losses[0])")
+    assert '"val_loss": val_loss' in inspect.getsource(checkpoint_utils.save_checkpoint)
+    assert "self.lr_step(epoch)" in inspect.getsource(stock("load_checkpoint"))
+    assert "self.lr_scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(" in inspect.getsource(
+        ReduceLROnPlateauLRSchedule)
+    early = inspect.getsource(train.should_stop_early)
+    assert "should_stop_early.best = valid_loss" in early and "should_stop_early.num_runs += 1" in early

@@ -83,13 +83,14 @@ def stop_agreed(trainer) -> bool:
 
 def saves_here(cfg, trainer, epoch_itr, end_of_epoch) -> bool:
     """Whether fairseq validates and saves after this update anyway (fairseq_cli.train's
-    ``do_save``: an epoch's end at ``--save-interval``, ``--save-interval-updates``, ``--max-update``);
-    the same on every rank."""
-    updates, checkpoint = trainer.get_num_updates(), cfg.checkpoint
+    ``do_save``: an epoch's end at ``--save-interval``, ``--save-interval-updates``, ``--max-update``,
+    ``--stop-time-hours``); the same on every rank."""
+    updates, checkpoint, limits = trainer.get_num_updates(), cfg.checkpoint, cfg.optimization
     interval = checkpoint.save_interval_updates
     return ((end_of_epoch and epoch_itr.epoch % checkpoint.save_interval == 0)
             or (interval > 0 and updates % interval == 0 and updates >= cfg.dataset.validate_after_updates)
-            or updates >= (cfg.optimization.max_update or float("inf")))
+            or updates >= (limits.max_update or float("inf"))
+            or 0 < limits.stop_time_hours < trainer.cumulative_training_time() / 3600)
 
 
 def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):
