@@ -353,14 +353,16 @@ def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_d
     assert row["level"] == pytest.approx(design.alpha)        # the whole α, passed on by the worse row
     whole = design.thresholds(design.alpha)
     assert at2["threshold"] == pytest.approx(whole[2]) and at2["p"] <= whole[2] and at3["p"] > whole[3]
-    half = scipy_stats.t.ppf(1 - whole[2] / 2, at2["df"]) * at2["se"]   # the repeated CI at the look at 2
+    # The repeated CI at the look at 2, at α/2: the level fixed before the pilot, not the α passed on (issue 60).
+    half = scipy_stats.t.ppf(1 - design.thresholds(design.alpha / 2)[2] / 2, at2["df"]) * at2["se"]
     assert row["ci"] == pytest.approx([at2["delta"] - half, at2["delta"] + half])
+    assert row["ci_level"] == pytest.approx(design.alpha / 2)
     low, high = row["ci"]
     delta, later, ci = f"{at2['delta']:+.2f}", f"{at3['delta']:+.2f}", f"[{low:+.2f}, {high:+.2f}]"
     assert delta != later
     # The table: the strategy's row, and the main table's Δ and CI, are the look at 2's.
     table = (sweep / "table.md").read_text()
-    level = f"{100 * (1 - design.alpha):.1f}%"
+    level = f"{100 * (1 - design.alpha / 2):.1f}%"
     assert f"| {near} | 3 | 2 3 | efficacy at 2 seeds | {verdict} | {delta} |" in table, table
     strategy_line = next(x for x in table.splitlines() if x.startswith(f"| {near} | 3 | 2 3 |"))
     assert f"{ci} ({level})" in strategy_line and later not in strategy_line
@@ -376,7 +378,7 @@ def test_an_efficacy_stop_through_a_retest_at_an_earlier_look_shows_that_looks_d
                    and near.split("=")[1] in x.split("|")[1])
     # Its columns are over the stopping look's seeds (issue 49): 2, and seed 3 is named as left out.
     assert ci in compact and re.search(rf"\| {verdict}: efficacy( at 2( seeds)?)? +\| 2 +\|$", compact), compact
-    assert "seed 3 ran after that look and is left out" in table
-    assert "Adopted: 6 cells were in the sweep directory before the design's first look" in table
+    assert "overrun: seed 3 ran after that look (a retest stopped the row at an earlier one)" in table
+    assert "Adopted: 6 cells were in the sweep directory before the design launched them" in table
     assert f"Design {state(sweep)['design_hash']}: the settings and rows above, fixed at the sweep's first launch" \
         in table  # written at the first launch, said in the table
