@@ -63,7 +63,8 @@ def test_hydra_names_cells_with_the_one_list_and_table4s_names_keep_their_keys()
     before = {"experiment", "data.train", "data.valid", "data.test", "data.mirror", "paths.cache_dir", "progress",
               "logger", "logger.project", "logger.entity", "logger.mode", "redo", "runtime", "runtime.threads",
               "runtime.omp_wait_policy"}  # the list conf/config.yaml held before it read keys.py
-    assert set(resolved) - before == {"paths", "budget.step_timeout_min", "kinds_module", "runtime.cells_per_gpu"} \
+    assert set(resolved) - before == {"paths", "budget.step_timeout_min", "kinds_module", "runtime.cells_per_gpu",
+                                      "runtime.deterministic"} \
         and before <= set(resolved)
     assert {"placement", "seed"}.isdisjoint(resolved)  # table4's swept keys still name its cells
 
