@@ -66,7 +66,8 @@ def test_hydra_names_cells_with_the_one_list_and_table4s_names_keep_their_keys()
     # and the keys added since, none of which existed when table4's cells were named
     assert set(resolved) - before == {"paths", "budget.step_timeout_min", "kinds_module", "runtime.cells_per_gpu",
                                       "logger.group", "logger.tags", "logger.notes", "data.dir",
-                                      "data.references.test", "data.references.test_long"} \
+                                      "data.references.test", "data.references.test_long",
+                                      "runtime.deterministic"} \
         and before <= set(resolved)
     assert {"placement", "seed"}.isdisjoint(resolved)  # table4's swept keys still name its cells
 
