@@ -51,12 +51,13 @@ def reversal_corpus(tmp_path_factory):
 # The longest files first, the longest at the head (seconds, their tests summed, from a fresh clone at
 # 2f56429: SLURM 607, the seeds sweeper 402, the tune sweeper 328, the plugin's CLI 258, exact resume
 # 179, harness survival 171, the harness end to end 132, the launchers 109, the new kinds 104, decoding
-# in the trainer 84, the kinds registry 68; every other file under 60). make test's workers take whole
+# in the trainer 84, the kinds registry 68; every other file under 60; the warm trainer's faked CUDA
+# fork and the data-bin sweeps came later, about 2-4 minutes and 1-2 on a loaded machine, unmeasured quiet). make test's workers take whole
 # files in this order (xdist's own reordering, by test count, is off: Makefile), so that no long file
 # starts last and keeps the run waiting on it alone.
 LONGEST_FIRST = ("test_slurm", "test_seeds_sweeper", "test_tune_sweeper", "test_plugin_cli", "test_exact_resume",
                  "test_harness_survival", "test_harness_e2e", "test_launchers_e2e", "test_new_kinds_fairseq",
-                 "test_decode_in_trainer", "test_kind_registry")
+                 "test_decode_in_trainer", "test_warm_cuda_fork", "test_binarized", "test_kind_registry")
 
 
 def pytest_collection_modifyitems(config, items):
