@@ -46,6 +46,10 @@ CASES = {
                    "--fp16-init-scale", "4", "--fp16-scale-window", "3"],
     "transformer_adam": ["--arch", "posenc_transformer_small", "--dropout", "0.3", "--attention-dropout", "0.1"],
     "vaswani": ["--arch", "posenc_transformer_small", "--encoder-pos", "shape", "--decoder-pos", "shape"],
+    # fairseq's own recipes (issue 59): the plateau schedule (fconv) and inverse_sqrt (transformer)
+    "fairseq_fconv_iwslt_de_en": ["--arch", "posenc_fconv_small", "--lr-threshold", "0.5", "--lr-patience", "1"],
+    "fairseq_fconv_wmt_en_de": ["--arch", "posenc_fconv_small", "--lr-threshold", "0.5", "--lr-patience", "1"],
+    "fairseq_transformer_iwslt_de_en": ["--arch", "posenc_transformer_small"],
 }
 # One run stopped again and again, each stop followed by a rerun: (signal, after update). SIGTERM
 # saves that update; SIGKILL comes before that update's own save, so what survives is the
