@@ -39,7 +39,10 @@ PRESETS = sorted(p.stem for p in (CONF_DIR / "optim").glob("*.yaml"))
 # convs2s: a plateau that decides within a few epochs (a 50% better loss or a bad epoch; shrink after
 #          two bad epochs, so num_bad_epochs carries across resumes; x0.01: stop_min_lr after two);
 # fconv_adam: fp16's dynamic loss scaler (memory-efficient fp16 runs on a CPU; it grows every 3 updates);
-# transformer_adam: dropout and attention dropout; vaswani: the shape kind (a generator of its own).
+# transformer_adam: dropout and attention dropout; vaswani: the shape kind (a generator of its own);
+# fairseq_fconv_wmt_en_de: its anneal from epoch 2, x0.01 an epoch (the recipe's x0.1 from epoch 50),
+#          so that epoch 4 is the first below the recipe's lr floor and the last trained: the stop
+#          inside epoch 4 resumes with an lr below the floor, which fairseq's loop checks before an epoch.
 CASES = {
     "convs2s": ["--arch", "posenc_fconv_small", "--lr-threshold", "0.5", "--lr-patience", "1", "--lr-shrink", "0.01"],
     "fconv_adam": ["--arch", "posenc_fconv_small", "--dropout", "0.2", "--memory-efficient-fp16",
@@ -48,7 +51,7 @@ CASES = {
     "vaswani": ["--arch", "posenc_transformer_small", "--encoder-pos", "shape", "--decoder-pos", "shape"],
     # fairseq's own recipes (issue 59): the plateau schedule (fconv) and inverse_sqrt (transformer)
     "fairseq_fconv_iwslt_de_en": ["--arch", "posenc_fconv_small", "--lr-threshold", "0.5", "--lr-patience", "1"],
-    "fairseq_fconv_wmt_en_de": ["--arch", "posenc_fconv_small", "--lr-threshold", "0.5", "--lr-patience", "1"],
+    "fairseq_fconv_wmt_en_de": ["--arch", "posenc_fconv_small", "--force-anneal", "2", "--lr-shrink", "0.01"],
     "fairseq_transformer_iwslt_de_en": ["--arch", "posenc_transformer_small"],
 }
 # One run stopped again and again, each stop followed by a rerun: (signal, after update). SIGTERM
@@ -62,7 +65,7 @@ STOPS = [("TERM", 6),              # saves 6: epoch 2's end (after its validatio
 RESUMED_AT = [6, 8, 9, 10, "end"]
 # Where training ends: the preset's cap, or for convs2s its schedule (the plateau's two shrinks take it
 # below stop_min_lr after epoch 5; checked against the uninterrupted run).
-END = {"convs2s": 15}
+END = {"convs2s": 15, "fairseq_fconv_wmt_en_de": 12}
 
 
 def preset_args(name: str):
@@ -168,6 +171,9 @@ def test_a_resumed_cell_equals_an_uninterrupted_one_on_every_preset(reversal_cor
     if preset == "convs2s":  # the plateau shrank the lr twice and ended the schedule at stop_min_lr
         assert stopped_by(log.splitlines()) == "stop_min_lr"
         assert re.findall(r'"train_lr": "([^"]+)"', log)[-1] == "0.0025"
+    elif preset == "fairseq_fconv_wmt_en_de":  # epoch 4 trained below the floor, then the floor ended it
+        assert stopped_by(log.splitlines()) == "stop_min_lr"
+        assert float(re.findall(r'"train_lr": "([^"]+)"', log)[-1]) == pytest.approx(0.5 * 0.01 ** 3)  # < 1e-5
     else:
         assert f"{FINISHED_MARK} max_update" in final
     if preset == "fconv_adam":  # fp16's loss scale grew as it did uninterrupted
@@ -197,7 +203,7 @@ def test_the_fairseq_code_exact_resume_wraps_is_where_and_as_it_was():
     assert "return extra_state" in inspect.getsource(stock("load_checkpoint"))
     # The batches depend on the epoch the iterator is built for; a restore builds it for the saved epoch.
     assert "numpy_seed(seed + epoch)" in inspect.getsource(FairseqTask.get_batch_iterator)
-    restore = inspect.getsource(checkpoint_utils.load_checkpoint)
+    restore = inspect.getsource(exact_resume._STOCK.get("restore", checkpoint_utils.load_checkpoint))
     assert 'trainer.get_train_iterator(\n            epoch=itr_state["epoch"]' in restore
     assert "epoch_itr.load_state_dict(itr_state)" in restore
     # What posenc.trainer.loop_state relies on: the loop saves an epoch's last checkpoint (with its
@@ -209,6 +215,12 @@ def test_the_fairseq_code_exact_resume_wraps_is_where_and_as_it_was():
     assert loop.index("train(cfg, trainer, task, epoch_itr)") < loop.index(
         "lr = trainer.lr_step(epoch_itr.epoch, valid_losses[0])")
     assert '"val_loss": val_loss' in inspect.getsource(checkpoint_utils.save_checkpoint)
+    # What loop_state.check_as_uninterrupted relies on: a restore ends with an lr step, the loop then reads
+    # the lr it checks against --stop-min-lr from the trainer, before the epoch's train() begins it.
+    assert restore.rstrip().endswith("trainer.lr_step(epoch_itr.epoch)\n\n    return extra_state, epoch_itr")
+    assert loop.index("checkpoint_utils.load_checkpoint(") < loop.index("lr = trainer.get_lr()") < loop.index(
+        "if lr <= cfg.optimization.stop_min_lr:") < loop.index("train(cfg, trainer, task, epoch_itr)")
+    assert "self.lr_step_begin_epoch(epoch)" in inspect.getsource(Trainer.begin_epoch)
     assert "self.lr_step(epoch)" in inspect.getsource(stock("load_checkpoint"))
     assert "self.lr_scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(" in inspect.getsource(
         ReduceLROnPlateauLRSchedule)

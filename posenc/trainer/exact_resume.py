@@ -13,8 +13,9 @@ reseeds them with ``seed + num_updates`` before every update), a kind's own shif
 model's state dict: ``posenc.encodings.shifted``). numpy's and Python's global generators are
 saved too, so that whatever draws from them (a user's kind) draws on as it would have.
 
-Three methods of fairseq's ``Trainer`` are wrapped, here alone, by ``install()`` in the trainer's
-process (``posenc.trainer.train``); ``tests/test_exact_resume.py`` fails loudly if they move:
+Three methods of fairseq's ``Trainer`` and fairseq's ``checkpoint_utils.load_checkpoint`` are wrapped,
+here alone, by ``install()`` in the trainer's process (``posenc.trainer.train``);
+``tests/test_exact_resume.py`` fails loudly if they move:
 
 - ``get_train_iterator``: the batches of epoch 1 whatever epoch the iterator is created for, unless
   fairseq rebuilds them every epoch anyway (sharded data, a disabled iterator cache): then the
@@ -25,13 +26,16 @@ process (``posenc.trainer.train``); ``tests/test_exact_resume.py`` fails loudly 
   ``EXACT_RESUME_MARK``, or ``INEXACT_RESUME_MARK`` with the reasons
   (``posenc.trainer.exactness``), which the harness reads from the train log into the record's
   ``resume_exact`` and ``resume_inexact_reason``. A checkpoint where training had ended is noted
-  (``finished``): the trainer then trains no further (``posenc.trainer.train``).
+  (``finished``): the trainer then trains no further (``posenc.trainer.train``);
+- ``checkpoint_utils.load_checkpoint`` (which ends a restore with an lr step): then the loop's
+  ``--stop-min-lr`` check reads the lr the uninterrupted loop checked (``loop_state.check_as_uninterrupted``).
 """
 
 import random
 
 import numpy as np
 import torch
+from fairseq import checkpoint_utils
 from fairseq.trainer import Trainer
 
 from posenc.trainer import exactness, loop_state
@@ -39,7 +43,8 @@ from posenc.trainer.stop import EXACT_RESUME_MARK, INEXACT_RESUME_MARK, RESUME_V
 
 RESUME_KEY = "posenc_resume"
 _STOCK = {}
-_RESUMED = {"finished": ""}  # what had ended the training at the checkpoint this process resumed from
+_RESUMED = {"finished": "", "saved": None}  # what had ended the training at the checkpoint this process
+# resumed from, and that checkpoint's resume state (None: none restored)
 
 
 def install() -> None:
@@ -50,6 +55,8 @@ def install() -> None:
                           ("load_checkpoint", load_checkpoint)):
         _STOCK[name] = getattr(Trainer, name)
         setattr(Trainer, name, wrapper)
+    _STOCK["restore"] = checkpoint_utils.load_checkpoint
+    checkpoint_utils.load_checkpoint = restore
 
 
 def rebuilds_batches_each_epoch(trainer) -> bool:
@@ -105,6 +112,7 @@ def load_checkpoint(self, filename, *args, **kwargs):
     if saved is not None and saved.get("version", 0) <= RESUME_VERSION:  # (an older version's: what it saved)
         restore_random_states(saved)
         loop_state.restore(self, saved)
+        _RESUMED["saved"] = saved
     loop_state.replay_epoch_end(self, extra_state)  # fairseq saved what it needs for every checkpoint
     updates = self.get_num_updates()
     if reasons:
@@ -113,6 +121,16 @@ def load_checkpoint(self, filename, *args, **kwargs):
         print(f"{EXACT_RESUME_MARK} {updates}", flush=True)
     _RESUMED["finished"] = exactness.finished_reason(self)
     return extra_state
+
+
+def restore(cfg, trainer, **passthrough_args):
+    """fairseq's restore of the checkpoint and its iterator (``fairseq_cli.train.main`` calls it once),
+    then the lr for the loop's first ``--stop-min-lr`` check."""
+    extra_state, epoch_itr = _STOCK["restore"](cfg, trainer, **passthrough_args)
+    if extra_state is not None and _RESUMED["saved"] is not None:
+        loop_state.check_as_uninterrupted(trainer, _RESUMED["saved"], extra_state)
+    _RESUMED["saved"] = None
+    return extra_state, epoch_itr
 
 
 def finished() -> str:

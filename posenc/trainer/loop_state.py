@@ -13,6 +13,13 @@
   improvement in attributes of its own (``best``, ``num_runs``), never saved.
 - fp16's loss scaler (``DynamicLossScaler``): fairseq saves ``loss_scale``; the counters that
   decide its next growth (``_iter``, ``_last_overflow_iter``, ...) start from 0 on a resume.
+- The lr the loop compares with ``--stop-min-lr`` before each epoch: uninterrupted, the one its last
+  epoch's lr step returned; a process resumed inside an epoch compares the lr it restored instead,
+  which a schedule that sets the lr as an epoch begins (``fixed`` with ``--force-anneal``) has already
+  lowered for that epoch. So a resume inside the epoch that first trains below the floor stopped at
+  once, an epoch short. ``epoch_begins`` notes the lr the loop checked, the checkpoint keeps it, and
+  ``check_as_uninterrupted`` lends it to the optimizer for the resumed loop's check, until the epoch
+  begins and the optimizer has its own again (before any update).
 """
 
 import torch
@@ -21,6 +28,9 @@ from fairseq.optim.dynamic_loss_scaler import DynamicLossScaler
 PLATEAU_KEYS = ("best", "num_bad_epochs", "cooldown_counter", "last_epoch", "_last_lr")
 SCALER_KEYS = ("loss_scale", "_iter", "_last_overflow_iter", "_last_rescale_iter", "_overflows_since_rescale")
 EARLY_STOP_KEYS = ("best", "num_runs")
+# checked: the lr the loop compared with --stop-min-lr before the epoch now training; own: the
+# optimizer's lr while a resumed process lends it the checked one (until the epoch begins).
+_EPOCH = {"checked": None, "own": None}
 
 
 def plateau(trainer):
@@ -50,7 +60,7 @@ def capture(trainer) -> dict:
     schedule, scaler = plateau(trainer), loss_scaler(trainer)
     return {"plateau": _attributes(schedule, PLATEAU_KEYS) if schedule else None,
             "early_stop": _attributes(early_stopping(), EARLY_STOP_KEYS),
-            "loss_scaler": _attributes(scaler, SCALER_KEYS) if scaler else None}
+            "loss_scaler": _attributes(scaler, SCALER_KEYS) if scaler else None, "epoch_checked_lr": _EPOCH["checked"]}
 
 
 def restore(trainer, saved: dict) -> None:
@@ -81,3 +91,24 @@ def replay_epoch_end(trainer, extra_state: dict):
     if epoch is not None:
         trainer.lr_step(epoch, extra_state.get("val_loss"))
     return epoch
+
+
+def epoch_begins(trainer) -> None:
+    """As an epoch's training begins (``posenc.trainer.train``, before fairseq's ``begin_epoch``): note
+    the lr the loop checked, and give the optimizer back its own lr if a resume had lent it that one."""
+    _EPOCH["checked"] = trainer.get_lr()
+    if _EPOCH["own"] is not None:
+        trainer.optimizer.set_lr(_EPOCH["own"])
+        _EPOCH["own"] = None
+
+
+def check_as_uninterrupted(trainer, saved: dict, extra_state: dict) -> None:
+    """After fairseq restored a checkpoint saved inside an epoch (its last step there: ``lr_step``), with
+    ``saved`` its resume state: the loop next reads ``trainer.get_lr()`` for its ``--stop-min-lr``
+    check; let it read the lr the uninterrupted loop checked before this epoch."""
+    itr = extra_state.get("train_iterator") or {}
+    checked = saved.get("epoch_checked_lr")
+    if checked is None or itr.get("iterations_in_epoch", 0) == 0 or checked == trainer.get_lr():
+        return
+    _EPOCH["own"] = trainer.get_lr()
+    trainer.optimizer.set_lr(checked)

@@ -30,5 +30,6 @@ EXACT_RESUME_MARK = "posenc: exact resume, random states and first-epoch batches
 INEXACT_RESUME_MARK = "posenc: inexact resume at update"
 FINISHED_MARK = "posenc: resumed where training had ended, trained no further:"
 # 1: the random states (issue 48); 2: also the plateau scheduler, early stopping, the fp16 loss scaler,
-# the world size, the device and the deterministic mode (issue 58).
-RESUME_VERSION = 2
+# the world size, the device and the deterministic mode (issue 58); 3: also the lr the loop checked
+# against --stop-min-lr before the epoch a checkpoint was saved in.
+RESUME_VERSION = 3

@@ -58,7 +58,7 @@ from fairseq import checkpoint_utils, options  # noqa: E402
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf  # noqa: E402
 from fairseq.distributed import utils as distributed_utils  # noqa: E402
 
-from posenc.trainer import deterministic, exact_resume  # noqa: E402
+from posenc.trainer import deterministic, exact_resume, loop_state  # noqa: E402
 
 _STOCK_VALIDATE_AND_SAVE = train.validate_and_save
 _STOCK_TRAIN = train.train
@@ -113,6 +113,7 @@ def train_epoch(cfg, trainer, task, epoch_itr):
     if reason:
         print(f"{FINISHED_MARK} {reason} (update {trainer.get_num_updates()})", flush=True)
         return [None], True
+    loop_state.epoch_begins(trainer)
     return _STOCK_TRAIN(cfg, trainer, task, epoch_itr)
 
 
