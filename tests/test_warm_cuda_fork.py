@@ -2,7 +2,11 @@
 count falls back to the runtime and marks the process where NVML cannot count, as on a MIG slice or a
 node without NVML, and a marked process's forked child fails as torch's does). The warm trainer must
 never be marked before it forks (posenc.trainer.cuda_fork), and a cell forked from a marked one anyway
-runs again cold, once. None of this has run on a GPU; the fake is what CUDA torch documents."""
+runs again cold, once. None of this has run on a GPU; the fake is what CUDA torch documents.
+
+The failure the hiding prevents is shown by one script run two ways (``FORK_THEN_ASK``): bare, a
+process that counts the devices then forks fails in the child on a MIG slice and a node without NVML;
+started as the warm trainer's process starts (the GPUs hidden, its imports made), it does not."""
 
 import os
 import subprocess
@@ -11,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from posenc.trainer.cuda_fork import BAD_FORK, SEES_GPUS
+from posenc.trainer.cuda_fork import BAD_FORK
 from posenc.trainer.warm import WARM_START_MARK
 from project import child_env, posenc_run, summary_line
 
@@ -60,14 +64,6 @@ def sweep(tmp_path: Path, **extra):
                       cwd=tmp_path, cache=tmp_path / "cache", env=faked(CUDA_VISIBLE_DEVICES=MIG, **extra))
     logs = {cell.name: (cell / "train.log").read_text() for cell in sorted((tmp_path / "s").glob("*placement=*"))}
     return proc, logs
-
-
-@pytest.mark.slow
-def test_with_the_old_behaviour_every_cell_of_a_mig_sweep_fails_in_a_bad_fork(tmp_path):
-    proc, logs = sweep(tmp_path, **{SEES_GPUS: "1"})
-    assert summary_line(proc.stdout).startswith("2 cells: 0 ok, 2 failed"), proc.stdout[-2000:]
-    assert summary_line(proc.stdout).count(BAD_FORK) == 2
-    assert all(WARM_START_MARK in log and BAD_FORK in log for log in logs.values())
 
 
 @pytest.mark.slow

@@ -13,19 +13,11 @@ runtime, and each forked cell puts its own ``CUDA_VISIBLE_DEVICES`` back before 
 import os
 
 BAD_FORK = "Cannot re-initialize CUDA in forked subprocess"
-# Tests only: the old behaviour (GPUs visible while the warm trainer imports, no cold rerun of a cell
-# that finds itself in a bad fork), so that a test shows the failure the hiding prevents.
-SEES_GPUS = "POSENC_WARM_SEES_GPUS"
-
-
-def old_behaviour() -> bool:
-    return os.environ.get(SEES_GPUS) == "1"
 
 
 def hide_gpus() -> None:
-    """No GPU visible to this process (the warm trainer, before its imports), unless ``SEES_GPUS``."""
-    if not old_behaviour():
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    """No GPU visible to this process (the warm trainer's own, before its imports)."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
 def bad_fork(lines) -> bool:

@@ -27,7 +27,7 @@ def run_step(name: str, argv: list, log_path: Path, timeout_s: float = 0, on_lin
     try:
         return run_once(name, argv, log_path, timeout_s, on_line, env, append, stop_if, warm_start)
     except StepFailed:
-        if not (warm_start and warm.warmable(argv)) or cuda_fork.old_behaviour() or not _bad_fork(log_path, offset):
+        if not (warm_start and warm.warmable(argv)) or not _bad_fork(log_path, offset):
             raise
     why = (f"posenc: {name}: the warm trainer's fork of this trainer failed ({cuda_fork.BAD_FORK}); "
            "it runs again cold, once, and the rest of this worker's cells start cold")
