@@ -48,16 +48,17 @@ def reversal_corpus(tmp_path_factory):
     return root / "bin"
 
 
-# The longest files first, the longest at the head (seconds, their tests summed, from a fresh clone at
-# 2f56429: SLURM 607, the seeds sweeper 402, the tune sweeper 328, the plugin's CLI 258, exact resume
-# 179, harness survival 171, the harness end to end 132, the launchers 109, the new kinds 104, decoding
-# in the trainer 84, the kinds registry 68; every other file under 60; the warm trainer's faked CUDA
-# fork and the data-bin sweeps came later, about 2-4 minutes and 1-2 on a loaded machine, unmeasured quiet). make test's workers take whole
-# files in this order (xdist's own reordering, by test count, is off: Makefile), so that no long file
-# starts last and keeps the run waiting on it alone.
+# The longest files first, the longest at the head (seconds, their tests summed, at 856f0bd with 3
+# workers: SLURM 832, the seeds sweeper 756, the tune sweeper 517, the plugin's CLI 372, exact resume
+# 319, harness survival 192, the harness end to end 187, the new kinds 175, the launchers 115, the kinds
+# registry 112, the warm trainer's faked CUDA fork 100, decoding in the trainer 95, users' kinds 84, the
+# data-bin sweeps 83; every other file under 85; 28:43 in all, where CI's clean clone took 24:13).
+# make test's workers take whole files in this order (xdist's own reordering, by test count, is off:
+# Makefile), so that no long file starts last and keeps the run waiting on it alone.
 LONGEST_FIRST = ("test_slurm", "test_seeds_sweeper", "test_tune_sweeper", "test_plugin_cli", "test_exact_resume",
-                 "test_harness_survival", "test_harness_e2e", "test_launchers_e2e", "test_new_kinds_fairseq",
-                 "test_decode_in_trainer", "test_warm_cuda_fork", "test_binarized", "test_kind_registry")
+                 "test_harness_survival", "test_harness_e2e", "test_new_kinds_fairseq", "test_launchers_e2e",
+                 "test_kind_registry", "test_warm_cuda_fork", "test_decode_in_trainer", "test_kinds_module",
+                 "test_binarized")
 
 
 def pytest_collection_modifyitems(config, items):

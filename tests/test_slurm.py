@@ -312,7 +312,9 @@ def test_scancel_gives_interrupted_records_and_the_submitter_stops_within_a_minu
 
 def test_a_killed_submitter_rerun_trains_no_cell_twice(root):
     sweep = root / "lost"
-    args = ("budget=smoke", "budget.max_epoch=2", "budget.max_update=0", "placement=both,none", "seed=1")
+    # 40 epochs, about 20 s: a smoke epoch takes 0.5 s, and with 2 both jobs once ended before the rerun,
+    # 5-10 s to start, asked the queue
+    args = ("budget=smoke", "budget.max_epoch=40", "budget.max_update=0", "placement=both,none", "seed=1")
     first = start(root, sweep, *args)
     wait_for(lambda: len(trainers(sweep)) == 2, what="both cells training")
     first.send_signal(signal.SIGKILL)  # the SSH session died
@@ -327,7 +329,7 @@ def test_a_killed_submitter_rerun_trains_no_cell_twice(root):
     output = (root / "lost.log").read_text()
     assert rerun.returncode == 0, output[-4000:]
     assert most and max(most.values()) == 1, most
-    assert output.count("of an earlier posenc-run: waiting for it") == 2
+    assert output.count("of an earlier posenc-run: waiting for it") == 2, output[-6000:]
     got = records(sweep)
     assert len(got) == 2 and {r["status"] for r in got.values()} == {"ok"}
 
