@@ -67,7 +67,7 @@ def test_hydra_names_cells_with_the_one_list_and_table4s_names_keep_their_keys()
     assert set(resolved) - before == {"paths", "budget.step_timeout_min", "kinds_module", "runtime.cells_per_gpu",
                                       "logger.group", "logger.tags", "logger.notes", "data.dir",
                                       "data.references.test", "data.references.test_long",
-                                      "runtime.deterministic"} \
+                                      "runtime.deterministic", "runtime.warm_trainer"} \
         and before <= set(resolved)
     assert {"placement", "seed"}.isdisjoint(resolved)  # table4's swept keys still name its cells
 

@@ -27,6 +27,8 @@ NOT_OUTCOME = {
     "runtime.threads": "(as runtime)",
     "runtime.omp_wait_policy": "(as runtime)",
     "runtime.cells_per_gpu": "(as runtime): how many cells share a GPU side by side",
+    "runtime.warm_trainer": "(as runtime): forked from a warm trainer or started cold, the cell trains byte for "
+                            "byte the same (tests/test_warm_trainer.py)",
     "redo": "run a finished cell again (all, or those resumed inexactly): the same configuration",
     "budget.step_timeout_min": "the hard safety limit of one step: a step it stops fails and a rerun "
                                "resumes it, exactly (posenc.trainer.exact_resume), so the scores are those of an "
