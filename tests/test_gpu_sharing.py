@@ -3,6 +3,7 @@ and the cores, a bad share refused in one line before anything starts, a cell th
 memory beside others run again alone, and the line that says at a sweep's start how many share."""
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -334,3 +335,22 @@ def test_a_batch_fairseq_drops_stops_a_sharing_cell_and_its_checkpoints_go(tmp_p
     else:
         assert "time limit" in str(failed.value)  # nothing stopped it but its limit
         assert (tmp_path / "checkpoints" / "checkpoint_last.pt").exists()
+
+
+def test_a_data_bins_vocabulary_is_its_dictionaries_as_fairseq_loads_them(reversal_corpus, tmp_path):
+    """``data=binarized``: the estimate's vocabulary is the larger of DIR's two dictionaries (fairseq's own
+    count, specials included), not the schema's subword size; a preset corpus keeps its subword size."""
+    databin = tmp_path / "bin"
+    shutil.copytree(reversal_corpus, databin)
+    with open(databin / "dict.tgt.txt", "a") as f:  # separate dictionaries, the target's the larger
+        f.writelines(f"extra{i} 1\n" for i in range(37))
+    data = compose_cfg("data=binarized", f"data.dir={databin}", hydra=False).data
+    default, table4 = compose_cfg(hydra=False).data, compose_cfg("experiment=table4", hydra=False).data
+    gone = compose_cfg("data=binarized", f"data.dir={tmp_path / 'missing'}", hydra=False).data
+    from fairseq.data import Dictionary  # after composing: importing fairseq fills Hydra's ConfigStore
+    fairseqs = [len(Dictionary.load(str(databin / f"dict.{lang}.txt"))) for lang in ("src", "tgt")]
+    assert fairseqs[1] > fairseqs[0] and sharing.vocabulary(data) == fairseqs[1]
+    assert sharing.vocabulary(data) != default.subword_size
+    assert sharing.vocabulary(table4) == table4.subword_size
+    with pytest.raises(ConfigError, match=r"^the memory estimate cannot read the data-bin: data\.dir=.*missing: no "):
+        sharing.vocabulary(gone)

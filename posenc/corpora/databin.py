@@ -14,6 +14,7 @@ from .errors import CorpusError
 _DATA_FILE = re.compile(r"^(?P<split>[^.]+)\.(?P<a>[^.-]+)-(?P<b>[^.-]+)\.(?P<lang>[^.]+)\.(?:bin|idx)$")
 _DICT_FILE = re.compile(r"^dict\.(?P<lang>[^.]+)\.txt$")
 NEEDED = ("train", "valid", "test")  # what every cell trains, validates and scores on
+SPECIALS = 4  # <s>, <pad>, </s>, <unk>: fairseq's Dictionary adds them; dict.<lang>.txt does not list them
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,11 @@ class DataBin:
     def sentences(self, split: str):
         """The sentences of a split (its index's header), or None for an index of another format."""
         return sentences(Path(f"{self.prefix(split, self.src)}.idx"))
+
+    def vocabulary(self) -> int:
+        """The larger side's dictionary size as fairseq loads it: its file's entries (padding included,
+        as fairseq-preprocess saves them) and the four specials every Dictionary adds."""
+        return max(_lines(self.dir / f"dict.{lang}.txt") for lang in (self.src, self.tgt)) + SPECIALS
 
     def prefix(self, split: str, lang: str) -> Path:
         """fairseq's dataset prefix of one side of a split (``.../test.de-en.en``)."""
@@ -116,3 +122,8 @@ def sentences(idx: Path):
     if head.startswith(_TNT_MAGIC):   # magic, version <Q, dtype code <Q, element size <Q, then the count <Q
         return struct.unpack_from("<Q", head, len(_TNT_MAGIC) + 24)[0]
     return None
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())

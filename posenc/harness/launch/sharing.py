@@ -22,6 +22,8 @@ from omegaconf import OmegaConf
 
 from posenc.atomic import write_json_atomic
 from posenc.cells.record import is_failed
+from posenc.corpora.databin import read_databin
+from posenc.corpora.errors import CorpusError
 from posenc.harness import machine
 from posenc.harness.config.commands import flags
 from posenc.harness.config.environment import AUTO, cells_per_gpu
@@ -66,12 +68,23 @@ def fit_share(need_gib: float, free_gib: list, cores: int, gpus: int, workers: i
                     f"{workers} cells run at once on {gpus} GPU(s)")
 
 
+def vocabulary(data) -> int:
+    """The vocabulary a cell's embeddings and output layer have: a data-bin's own dictionaries
+    (``data=binarized``), else the corpus's subword size, else ``DEFAULT_VOCAB``."""
+    if OmegaConf.select(data, "recipe", default=None) == "binarized":
+        try:
+            return read_databin(data.dir, data.src, data.tgt).vocabulary()
+        except (CorpusError, OSError) as err:
+            raise ConfigError(f"the memory estimate cannot read the data-bin: {err}") from None
+    return int(OmegaConf.select(data, "subword_size", default=None) or DEFAULT_VOCAB)
+
+
 def training_need_gib(cfg) -> float:
     """GiB one cell of ``cfg`` needs on a GPU: ``posenc.trainer.memory``'s estimate (in a child) + ``CONTEXT_GIB``.
-    The vocabulary is the corpus's subword size (BPE merges or a sentencepiece vocabulary: about its
-    dictionary's size at WMT's scale, above it for a small corpus such as the synthetic one)."""
+    The vocabulary is ``vocabulary``'s: a subword size is about the dictionary's size at WMT's scale,
+    above it for a small corpus such as the synthetic one."""
     model_args = OmegaConf.to_container(cfg.model.args, resolve=True) or {}
-    vocab = int(OmegaConf.select(cfg, "data.subword_size", default=None) or DEFAULT_VOCAB)
+    vocab = vocabulary(cfg.data)
     argv = [sys.executable, "-m", "posenc.trainer.memory", "--json", "--arch", str(cfg.model.arch),
             "--vocab", str(vocab),
             "--max-tokens", str(cfg.budget.max_tokens),
