@@ -171,3 +171,22 @@ def test_raw_references_score_detokenized_output_and_a_bad_dir_is_refused_before
         f"posenc-run: error: data.dir={empty} holds no fairseq data: no dict.<lang>.txt and "
         "<split>.<src>-<tgt>.<lang>.bin/.idx files (what fairseq-preprocess writes)")
     assert not (tmp_path / "results").exists()  # no cell ran, no sweep directory was made
+
+
+def test_a_swept_data_dir_and_a_swept_pair_are_refused_before_any_cell(databins, tmp_path):
+    """``data.dir=A,B`` never names a cell (its cells would share one directory): refused at the start, as
+    is ``data.src=de,fr`` where A holds no ``fr`` pair (each swept value checked, not by its cells)."""
+    other = tmp_path / "other"
+    shutil.copytree(databins["joined"], other)
+    for sweep, line in ((f"data.dir={databins['joined']},{other}",
+                         f"posenc-run: error: data.dir={databins['joined']},{other} is swept, but data.dir never names "
+                         "a cell's directory (posenc/cells/keys.py), so its cells would share theirs: run one sweep "
+                         "per value (each names its sweep's directory)"),
+                        ("data.src=de,fr", f"posenc-run: error: data.dir={databins['joined']} holds no fr pair (it "
+                                           "holds de-en)")):
+        dirs = [] if sweep.startswith("data.dir") else [f"data.dir={databins['joined']}"]
+        proc = posenc_run("-m", "data=binarized", *dirs, sweep, "placement=both", "budget=smoke", cwd=tmp_path,
+                          cache=tmp_path / "cache")
+        assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert proc.stderr.strip().splitlines()[-1] == line
+        assert not (tmp_path / "results").exists()  # no cell ran, no sweep directory was made

@@ -1,12 +1,15 @@
 """Where a sweep lands without ``hydra.sweep.dir``: named from what defines it, so the same sweep typed
 again finds its cells; another data set or model never shares a preset's directory; a path never
-nests folders in a sweep's or a cell's name (posenc/cells/naming.py)."""
+nests folders in a sweep's or a cell's name (posenc/cells/naming.py); a swept key that names no cell is
+refused."""
 
 import pytest
+from omegaconf import OmegaConf
 
-from posenc.cells.keys import not_naming_a_sweep
+from posenc.cells.keys import NOT_NAMING, not_naming_a_sweep
 from posenc.cells.naming import MAX_NAME, sweep_dir, sweep_name
 from posenc.cells.plan import planned_cells
+from posenc.harness.sweep.swept import NAMED_BY_THEIR_OWN, unnamed_sweep_problem
 from project import compose_cfg, posenc_run, summary_line
 
 
@@ -70,3 +73,15 @@ def test_the_same_ad_hoc_sweep_typed_twice_resumes(tmp_path):
     assert more.returncode == 0, more.stderr[-3000:]
     assert list((tmp_path / "results" / "sweeps").iterdir()) == sweeps
     assert more.stderr.count("finished earlier") == 2 and more.stderr.count("training posenc") == 1
+
+
+@pytest.mark.parametrize("key", sorted(set(NOT_NAMING) - NAMED_BY_THEIR_OWN))
+def test_a_swept_key_that_names_no_cell_is_refused_and_a_swept_key_that_does_is_not(key):
+    """Every key of ``NOT_NAMING`` but the preset (whose own swept keys name its cells) would put the cells
+    of its values in one directory; swept in ``hydra.sweeper.params`` as on the command line."""
+    typed = OmegaConf.create({"hydra": {"overrides": {"task": [f"{key}=a,b", "placement=both,none"]}}})
+    assert unnamed_sweep_problem(typed).startswith(f"{key}=a,b is swept, but {key} never names a cell's directory")
+    preset = OmegaConf.create({"hydra": {"overrides": {"task": ["seed=1,2"]}, "sweeper": {"params": {key: "a,b"}}}})
+    assert unnamed_sweep_problem(preset).startswith(f"{key}=a,b is swept")
+    fine = OmegaConf.create({"hydra": {"overrides": {"task": [f"{key}=a", "placement=both,none", "experiment=x,y"]}}})
+    assert unnamed_sweep_problem(fine) == ""

@@ -1,37 +1,49 @@
 """At a sweep's start: a ``data=binarized`` DIR that holds no fairseq data, or lacks a split or pair the
 cells need, is refused in one line before any cell runs (one cell alone refuses it as it resolves).
-Where the sweep varies the data itself (``data.dir=A,B``), each cell checks its own."""
+Where the sweep varies data keys (``data.src=de,en``), every combination of their values is checked;
+where it varies the data preset itself (``data=binarized,wmt14_en_de``), each cell checks its own.
+(``data.dir`` never names a cell, so a sweep of it is refused first: ``posenc.harness.sweep.swept``.)"""
 
+import copy
+import itertools
 import sys
 
 from hydra.experimental.callback import Callback
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from posenc.corpora import CorpusError, parse_corpus_config
+from posenc.harness.sweep.swept import swept
 
 
-def swept_keys(config) -> set:
-    """The keys the sweep varies: the command line's sweeps and the preset's ``hydra.sweeper.params``."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    task = [str(line) for line in config.hydra.overrides.task]
-    params = OmegaConf.select(config, "hydra.sweeper.params", default=None) or {}
-    swept = {o.key_or_group for o in OverridesParser.create().parse_overrides(task) if o.is_sweep_override()}
-    return swept | set(params)
-
-
-def data_swept(config) -> bool:
-    return any(key == "data" or key.startswith("data.") for key in swept_keys(config))
+def data_configs(config):
+    """The data configs the sweep's cells have: one per combination of the swept ``data.<key>`` values
+    (the config as composed where none is swept), or None where the sweep varies the ``data`` preset."""
+    values = {key: list(o.sweep_string_iterator()) for key, o in swept(config).items()
+              if key == "data" or key.startswith("data.")}
+    if "data" in values:
+        return None
+    if not values:
+        return [config.data]
+    out = []
+    for combination in itertools.product(*values.values()):
+        cell = copy.deepcopy(config)
+        OmegaConf.set_readonly(cell, False)
+        with open_dict(cell):
+            for key, value in zip(values, combination):
+                OmegaConf.update(cell, key, value, merge=True)
+        out.append(cell.data)
+    return out
 
 
 class DataBinCheck(Callback):
     """Hydra's callback in ``posenc-run``'s own process, before the sweeper launches anything."""
 
     def on_multirun_start(self, config, **kwargs) -> None:
-        if OmegaConf.select(config, "data.recipe", default=None) != "binarized" or data_swept(config):
+        if OmegaConf.select(config, "data.recipe", default=None) != "binarized":
             return
         try:
-            parse_corpus_config(config.data)
+            for data in data_configs(config) or []:
+                parse_corpus_config(data)
         except CorpusError as err:
             print(f"posenc-run: error: {err}", file=sys.stderr)
             sys.exit(2)
