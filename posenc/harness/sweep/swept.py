@@ -30,7 +30,7 @@ def unnamed_sweep_problem(config) -> str:
         if key in NOT_NAMING and key not in NAMED_BY_THEIR_OWN:
             return (f"{override.input_line.lstrip('+')} is swept, but {key} never names a cell's directory "
                     "(posenc/cells/keys.py), so its cells would share theirs: run one sweep per value "
-                    f"(each names its sweep's directory)")
+                    "(each names its sweep's directory)")
     return ""
 
 
