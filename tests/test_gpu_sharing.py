@@ -347,6 +347,7 @@ def test_a_data_bins_vocabulary_is_its_dictionaries_as_fairseq_loads_them(revers
     data = compose_cfg("data=binarized", f"data.dir={databin}", hydra=False).data
     default, table4 = compose_cfg(hydra=False).data, compose_cfg("experiment=table4", hydra=False).data
     gone = compose_cfg("data=binarized", f"data.dir={tmp_path / 'missing'}", hydra=False).data
+    unset = compose_cfg("data=binarized", hydra=False).data  # data.dir ??? (refused by the sweep's own check)
     from fairseq.data import Dictionary  # after composing: importing fairseq fills Hydra's ConfigStore
     fairseqs = [len(Dictionary.load(str(databin / f"dict.{lang}.txt"))) for lang in ("src", "tgt")]
     assert fairseqs[1] > fairseqs[0] and sharing.vocabulary(data) == fairseqs[1]
@@ -354,3 +355,5 @@ def test_a_data_bins_vocabulary_is_its_dictionaries_as_fairseq_loads_them(revers
     assert sharing.vocabulary(table4) == table4.subword_size
     with pytest.raises(ConfigError, match=r"^the memory estimate cannot read the data-bin: data\.dir=.*missing: no "):
         sharing.vocabulary(gone)
+    with pytest.raises(ConfigError, match=r"^the memory estimate cannot read the data-bin: data\.dir=None: no such "):
+        sharing.vocabulary(unset)

@@ -73,7 +73,7 @@ def vocabulary(data) -> int:
     (``data=binarized``), else the corpus's subword size, else ``DEFAULT_VOCAB``."""
     if OmegaConf.select(data, "recipe", default=None) == "binarized":
         try:
-            return read_databin(data.dir, data.src, data.tgt).vocabulary()
+            return read_databin(*(OmegaConf.select(data, key) for key in ("dir", "src", "tgt"))).vocabulary()
         except (CorpusError, OSError) as err:
             raise ConfigError(f"the memory estimate cannot read the data-bin: {err}") from None
     return int(OmegaConf.select(data, "subword_size", default=None) or DEFAULT_VOCAB)
