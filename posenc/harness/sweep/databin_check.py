@@ -5,32 +5,32 @@ where it varies the data preset itself (``data=binarized,wmt14_en_de``), each ce
 (``data.dir`` never names a cell, so a sweep of it is refused first: ``posenc.harness.sweep.swept``.)"""
 
 import copy
-import itertools
 import sys
 
 from hydra.experimental.callback import Callback
 from omegaconf import OmegaConf, open_dict
 
+from posenc.cells.plan import sweep_jobs
 from posenc.corpora import CorpusError, parse_corpus_config
 from posenc.harness.sweep.swept import swept
 
 
 def data_configs(config):
-    """The data configs the sweep's cells have: one per combination of the swept ``data.<key>`` values
-    (the config as composed where none is swept), or None where the sweep varies the ``data`` preset."""
-    values = {key: list(o.sweep_string_iterator()) for key, o in swept(config).items()
-              if key == "data" or key.startswith("data.")}
-    if "data" in values:
+    """The data configs the sweep's cells have: one per combination of the swept ``data.<key>`` values,
+    as Hydra's basic sweeper combines them (``posenc.cells.plan.sweep_jobs``; the config as composed
+    where none is swept), or None where the sweep varies the ``data`` preset. ValueError for a data key
+    swept over a range."""
+    overrides = {key: o for key, o in swept(config).items() if key == "data" or key.startswith("data.")}
+    if "data" in overrides:
         return None
-    if not values:
-        return [config.data]
     out = []
-    for combination in itertools.product(*values.values()):
+    for job in sweep_jobs(list(overrides.values())):
         cell = copy.deepcopy(config)
         OmegaConf.set_readonly(cell, False)
         with open_dict(cell):
-            for key, value in zip(values, combination):
-                OmegaConf.update(cell, key, value, merge=True)
+            for line in job:
+                key, value = line.split("=", 1)
+                OmegaConf.update(cell, key.lstrip("+~"), value, merge=True)
         out.append(cell.data)
     return out
 
@@ -44,6 +44,6 @@ class DataBinCheck(Callback):
         try:
             for data in data_configs(config) or []:
                 parse_corpus_config(data)
-        except CorpusError as err:
+        except (CorpusError, ValueError) as err:
             print(f"posenc-run: error: {err}", file=sys.stderr)
             sys.exit(2)
