@@ -175,7 +175,8 @@ def test_raw_references_score_detokenized_output_and_a_bad_dir_is_refused_before
 
 def test_a_swept_data_dir_and_a_swept_pair_are_refused_before_any_cell(databins, tmp_path):
     """``data.dir=A,B`` never names a cell (its cells would share one directory): refused at the start, as
-    is ``data.src=de,fr`` where A holds no ``fr`` pair (each swept value checked, not by its cells)."""
+    is ``data.src=de,fr`` where A holds no ``fr`` pair (each swept value checked, not by its cells), and a
+    data key swept over a range."""
     other = tmp_path / "other"
     shutil.copytree(databins["joined"], other)
     for sweep, line in ((f"data.dir={databins['joined']},{other}",
@@ -183,7 +184,9 @@ def test_a_swept_data_dir_and_a_swept_pair_are_refused_before_any_cell(databins,
                          "a cell's directory (posenc/cells/keys.py), so its cells would share theirs: run one sweep "
                          "per value (each names its sweep's directory)"),
                         ("data.src=de,fr", f"posenc-run: error: data.dir={databins['joined']} holds no fr pair (it "
-                                           "holds de-en)")):
+                                           "holds de-en)"),
+                        ("data.src=interval(1,2)", "posenc-run: error: data.src: only a list of values can be swept "
+                                                   "here (got data.src=interval(1,2))")):
         dirs = [] if sweep.startswith("data.dir") else [f"data.dir={databins['joined']}"]
         proc = posenc_run("-m", "data=binarized", *dirs, sweep, "placement=both", "budget=smoke", cwd=tmp_path,
                           cache=tmp_path / "cache")
